@@ -10,7 +10,7 @@ BIN         ?= bin/addonwall
 FUZZTIME    ?= 5s
 BENCHTIME   ?= 1x
 
-.PHONY: all build test unit fuzz verify generate manifests fmt vet lint run demo bench clean
+.PHONY: all build npm test unit fuzz verify generate manifests fmt vet lint run demo bench clean
 
 all: build
 
@@ -33,7 +33,13 @@ vet:
 lint:
 	$(TOOLS) staticcheck ./...
 
-unit: build ## Run every Go test (e2e tests need bubblewrap and docker; see README).
+npm: test/npm/node_modules/.installed ## Install the real MCP servers from npm that tests run.
+
+test/npm/node_modules/.installed: test/npm/package.json test/npm/package-lock.json
+	cd test/npm && npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
+
+unit: build npm ## Run every Go test (e2e tests need bubblewrap and docker; see README).
 	$(GO) test -count=1 -timeout 30m ./...
 
 fuzz: ## Run each fuzz target briefly.
