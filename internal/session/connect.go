@@ -1,0 +1,200 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	wallsv1 "github.com/addonwall/addonwall/api/v1alpha1"
+	"github.com/addonwall/addonwall/controllers"
+	"github.com/addonwall/addonwall/internal/decide"
+)
+
+// attestWait bounds how long attestation waits for the child to show its
+// wall (the filter is applied just before the add-on's program runs).
+const attestWait = 3 * time.Second
+
+// ending is how a session ended, as the reconciler and the client see it.
+type ending struct {
+	exit    int
+	reason  string // "" for a normal end
+	message string
+}
+
+func (m *Manager) connect(ctx context.Context, c *net.UnixConn, id string) {
+	stdio, err := recvStdio(c)
+	if err != nil {
+		_ = writeLine(c, Reply{Message: err.Error()})
+		return
+	}
+	defer closeFiles(stdio)
+
+	m.mu.Lock()
+	a, known := m.addons[id]
+	var l Launch
+	var tier wallsv1.Tier
+	var refusal Reply
+	var limits Limits
+	if known {
+		l, tier, refusal = a.launch, a.tier, a.refusal
+		if ll, ok := l.(interface{ Limits() Limits }); ok {
+			limits = ll.Limits()
+		}
+	}
+	m.mu.Unlock()
+	switch {
+	case !known:
+		_ = writeLine(c, Reply{Message: fmt.Sprintf("the running controller knows no add-on %q", decide.Inert(id))})
+		return
+	case l == nil:
+		_ = writeLine(c, refusal)
+		return
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	started := time.Now()
+	p, err := l.Start(cctx, stdio)
+	closeFiles(stdio)
+	if err != nil {
+		reason := wallsv1.ReasonWallFailed
+		if !l.Walled() {
+			reason = wallsv1.ReasonStopped
+		}
+		m.end(id, started, false, ending{exit: -1, reason: reason, message: "it could not start: " + err.Error()})
+		_ = writeLine(c, failureReply(reason, "it could not start: "+err.Error()))
+		return
+	}
+	m.begin(id, started)
+	if err := writeLine(c, Reply{OK: true}); err != nil {
+		p.Kill()
+		code, _ := p.Wait()
+		m.end(id, started, true, ending{exit: code, message: "the connection ended"})
+		return
+	}
+
+	exited := make(chan int, 1)
+	go func() {
+		code, _ := p.Wait()
+		exited <- code
+	}()
+	gone := make(chan struct{})
+	go func() {
+		var b [1]byte
+		_, _ = c.Read(b[:])
+		close(gone)
+	}()
+	verdict := make(chan ending, 1)
+	if l.Walled() {
+		go func() {
+			if e, bad := m.attest(cctx, id, p.Pid(), tier); bad {
+				verdict <- e
+			}
+		}()
+		go func() {
+			if e, over := watchLimits(cctx, p.Pid(), limits); over {
+				verdict <- e
+			}
+		}()
+	}
+
+	var e ending
+	select {
+	case <-gone:
+		p.Kill()
+		e = ending{exit: <-exited, message: "the connection ended"}
+	case code := <-exited:
+		e = ending{exit: code, reason: wallsv1.ReasonStopped, message: fmt.Sprintf("it exited with code %d", code)}
+		if l.Walled() && time.Since(started) < startWindow {
+			e.reason, e.message = wallsv1.ReasonWallFailed, fmt.Sprintf("it exited with code %d right after starting inside its wall", code)
+		}
+	case v := <-verdict:
+		p.Kill()
+		v.exit = <-exited
+		e = v
+	case <-ctx.Done():
+		p.Kill()
+		e = ending{exit: <-exited, message: "the controller is stopping"}
+	}
+	m.end(id, started, true, e)
+	if e.reason != "" {
+		_ = writeLine(c, failureReply(e.reason, e.message))
+		return
+	}
+	_ = writeLine(c, Reply{OK: true, Exit: e.exit})
+}
+
+func failureReply(reason, message string) Reply {
+	return Reply{Reason: reason, Word: decide.Word(reason, decide.LangEN), Message: decide.Inert(message)}
+}
+
+// attest waits for the child to show its wall and records the evidence. It
+// reports bad when the wall does not verify: the child is then ended.
+func (m *Manager) attest(ctx context.Context, id string, pid int, tier wallsv1.Tier) (ending, bool) {
+	read := m.Attest
+	if read == nil {
+		read = Attest
+	}
+	deadline := time.Now().Add(attestWait)
+	var ev Evidence
+	var err error
+	for {
+		ev = read(pid, true, tier)
+		if err = ev.Verify(tier); err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		return ending{}, false
+	}
+	m.mu.Lock()
+	if a, ok := m.addons[id]; ok {
+		a.obs.Evidence, a.obs.Verified = ev.String(), err == nil
+	}
+	m.mu.Unlock()
+	m.hint(id)
+	if err != nil {
+		return ending{reason: wallsv1.ReasonWallNotVerified, message: err.Error()}, true
+	}
+	return ending{}, false
+}
+
+func (m *Manager) begin(id string, at time.Time) {
+	m.mu.Lock()
+	a := m.entry(id)
+	a.obs.Active++
+	a.obs.LastStart = at
+	// The next connect tries again: an earlier failure no longer holds.
+	a.obs.Failure, a.obs.FailureMessage = "", ""
+	m.mu.Unlock()
+	m.hint(id)
+}
+
+func (m *Manager) end(id string, started time.Time, wasActive bool, e ending) {
+	m.mu.Lock()
+	a := m.entry(id)
+	if wasActive && a.obs.Active > 0 {
+		a.obs.Active--
+	}
+	a.obs.LastExit = time.Now()
+	a.obs.LastExitReason = e.message
+	if e.reason != "" {
+		a.obs.Failure, a.obs.FailureMessage = e.reason, e.message
+	}
+	m.mu.Unlock()
+	m.Log.Info("session ended", "addon", id, "ran", time.Since(started).Round(time.Millisecond).String(), "exit", e.exit, "reason", e.reason)
+	m.hint(id)
+}
+
+func closeFiles(fs [3]*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+var _ controllers.Sessions = (*Manager)(nil)

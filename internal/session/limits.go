@@ -1,0 +1,170 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	wallsv1 "github.com/addonwall/addonwall/api/v1alpha1"
+)
+
+// Limits are watched from outside the wall (a wall cannot make cgroups).
+// A zero field is not watched.
+type Limits struct {
+	// Memory is the most resident memory, in bytes, of all the wall's processes.
+	Memory int64
+	// CPU is the most cores the wall may use, averaged over CPUWindow.
+	CPU float64
+	// Disk is the most bytes the data folder may hold.
+	Disk int64
+	// DataDir is the folder Disk is about.
+	DataDir string
+}
+
+// Watch intervals. CPU is averaged over 30 s, as the forge cells do.
+const (
+	sampleEvery = time.Second
+	diskEvery   = 10 * time.Second
+	cpuWindow   = 30 * time.Second
+	// diskWalkMax bounds one walk of the data folder.
+	diskWalkMax = 200000
+)
+
+// clockTicks is USER_HZ, which Linux fixes at 100 for /proc.
+const clockTicks = 100
+
+type cpuSample struct {
+	at    time.Time
+	ticks uint64
+}
+
+// watchLimits samples the wall whose init is pid until ctx ends, and
+// reports the first limit it finds exceeded.
+func watchLimits(ctx context.Context, pid int, l Limits) (ending, bool) {
+	if l.Memory <= 0 && l.CPU <= 0 && (l.Disk <= 0 || l.DataDir == "") {
+		return ending{}, false
+	}
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+	if err != nil {
+		return ending{}, false
+	}
+	tick := time.NewTicker(sampleEvery)
+	defer tick.Stop()
+	var samples []cpuSample
+	var lastDisk time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return ending{}, false
+		case now := <-tick.C:
+			rss, ticks := sampleNamespace(ns)
+			if l.Memory > 0 && rss > l.Memory {
+				return ending{reason: wallsv1.ReasonOverLimit, message: fmt.Sprintf("it used %s of memory, over its %s limit", size(rss), size(l.Memory))}, true
+			}
+			samples = append(samples, cpuSample{now, ticks})
+			for len(samples) > 1 && now.Sub(samples[0].at) > cpuWindow {
+				samples = samples[1:]
+			}
+			if l.CPU > 0 && now.Sub(samples[0].at) >= cpuWindow-sampleEvery {
+				used := float64(samples[len(samples)-1].ticks-samples[0].ticks) / clockTicks / now.Sub(samples[0].at).Seconds()
+				if used > l.CPU {
+					return ending{reason: wallsv1.ReasonOverLimit, message: fmt.Sprintf("it used %.1f cores over 30 s, over its %s limit", used, cores(l.CPU))}, true
+				}
+			}
+			if l.Disk > 0 && l.DataDir != "" && now.Sub(lastDisk) >= diskEvery {
+				lastDisk = now
+				if used := diskUsage(l.DataDir); used > l.Disk {
+					return ending{reason: wallsv1.ReasonOverLimit, message: fmt.Sprintf("its data folder holds %s, over its %s limit", size(used), size(l.Disk))}, true
+				}
+			}
+		}
+	}
+}
+
+// sampleNamespace sums resident memory and CPU ticks (its own and its
+// reaped children's) over every process in the pid namespace ns.
+func sampleNamespace(ns string) (rss int64, ticks uint64) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, 0
+	}
+	page := int64(os.Getpagesize())
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		base := "/proc/" + e.Name()
+		if l, err := os.Readlink(base + "/ns/pid"); err != nil || l != ns {
+			continue
+		}
+		if b, err := os.ReadFile(base + "/statm"); err == nil {
+			if f := strings.Fields(string(b)); len(f) > 1 {
+				n, _ := strconv.ParseInt(f[1], 10, 64)
+				rss += n * page
+			}
+		}
+		if b, err := os.ReadFile(base + "/stat"); err == nil {
+			// Fields after the command name, which may hold spaces.
+			s := string(b)
+			if i := strings.LastIndexByte(s, ')'); i > 0 {
+				f := strings.Fields(s[i+1:])
+				// utime, stime, cutime, cstime are fields 14–17 of stat,
+				// 11–14 after the name and state.
+				for _, k := range []int{11, 12, 13, 14} {
+					if k < len(f) {
+						n, _ := strconv.ParseUint(f[k], 10, 64)
+						ticks += n
+					}
+				}
+			}
+		}
+	}
+	return rss, ticks
+}
+
+// diskUsage sums the blocks under dir, never following a symlink.
+func diskUsage(dir string) int64 {
+	var total int64
+	n := 0
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if n++; n > diskWalkMax {
+			return filepath.SkipAll
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			total += st.Blocks * 512
+		}
+		return nil
+	})
+	return total
+}
+
+func size(b int64) string {
+	const mi, gi = 1 << 20, 1 << 30
+	if b >= gi && b%gi == 0 || b >= 10*gi {
+		return fmt.Sprintf("%d GiB", b/gi)
+	}
+	if b >= gi {
+		return fmt.Sprintf("%.1f GiB", float64(b)/gi)
+	}
+	return fmt.Sprintf("%d MiB", b/mi)
+}
+
+func cores(c float64) string {
+	if c == 1 {
+		return "1 core"
+	}
+	return strconv.FormatFloat(c, 'f', -1, 64) + " cores"
+}
