@@ -119,8 +119,9 @@ func SystemCandidates() []string {
 	return append(out, etcPaths...)
 }
 
-// systemRoots are the folders a path-based RoBind may come from.
-func isSystemPath(p string) bool {
+// IsSystemPath reports whether p lies in the system folders the wall binds by
+// path (/usr, /lib*, /bin, /sbin and the short /etc list).
+func IsSystemPath(p string) bool {
 	for _, r := range systemDirs {
 		if within(p, r) {
 			return true

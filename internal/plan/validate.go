@@ -99,7 +99,7 @@ func (p *Plan) validateMount(i int, m Mount) error {
 	}
 	switch m.Kind {
 	case RoBind:
-		if !isSystemPath(m.Source) {
+		if !IsSystemPath(m.Source) {
 			return fmt.Errorf("a bind by path is only for system folders; %s must be bound by fd", m.Source)
 		}
 	case RoBindFd, Bind:
