@@ -179,7 +179,11 @@ func (r *composeReader) mapping(n *yaml.Node, at path, depth int) (map[string]*y
 		}
 		if _, seen := out[k.Value]; seen || dup[k.Value] {
 			if !dup[k.Value] {
-				r.problem(at.field(k.Value), k, "is given twice in one mapping; neither is used")
+				kat := at.field(k.Value)
+				if len(at) == 1 && at[0].key == "services" {
+					kat = at.mapKey(k.Value) // a service name
+				}
+				r.problem(kat, k, "is given twice in one mapping; neither is used")
 			}
 			dup[k.Value] = true
 			delete(out, k.Value)

@@ -1,7 +1,6 @@
 package crowhome
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -165,5 +164,3 @@ func portValue(file string, n *node, at path) (int, error) {
 	}
 	return int(v), nil
 }
-
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -14,11 +14,11 @@ func TestStrictDecoder(t *testing.T) {
 	exactly4MiB := `{"a":"` + strings.Repeat("x", MaxFileSize-len(`{"a":""}`)) + `"}`
 	deepKey := strings.TrimSuffix(strings.Repeat("a.", MaxDepth), ".")
 	cases := []struct {
-		name    string
-		doc     string
-		key     string // "" with ok=false: a whole-document error
-		msg     string
-		ok      bool
+		name string
+		doc  string
+		key  string // "" with ok=false: a whole-document error
+		msg  string
+		ok   bool
 	}{
 		{name: "plain object", doc: `{"a": 1, "b": [true, null, "x"], "c": {"d": 1e1000}}`, ok: true},
 		{name: "different keys of different case letters", doc: `{"ab": 1, "aB2": 2}`, ok: true},
