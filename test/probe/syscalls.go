@@ -22,6 +22,9 @@ import (
 // report, and a call that changes process state (PTRACE_TRACEME, personality)
 // changes only the child.
 //
+// Every attempt is harmless when it gets through, even for root outside a
+// wall: the probe is also run by hand and by unwalled tests.
+//
 // Arguments are chosen the way flatpak's tests/try-syscall.c chooses them:
 // so that the call, when the filter lets it through, fails harmlessly with an
 // error the filter never returns (EBADF, EFAULT, EINVAL, ESRCH) or succeeds
@@ -68,8 +71,10 @@ func attempts() []attempt {
 		// Other processes (PROC-04, PROC-06).
 		{name: "ptrace_traceme", call: "ptrace(PTRACE_TRACEME)", run: sys(unix.SYS_PTRACE, unix.PTRACE_TRACEME)},
 		{name: "ptrace_attach_nopid", call: "ptrace(PTRACE_ATTACH, 0x3ffffffe)", run: sys(unix.SYS_PTRACE, unix.PTRACE_ATTACH, noPID)},
-		{name: "ptrace_seize_pid1", call: "ptrace(PTRACE_SEIZE, 1)", run: sys(unix.SYS_PTRACE, unix.PTRACE_SEIZE, 1)},
-		{name: "ptrace_seize_parent", call: "ptrace(PTRACE_SEIZE, getppid())", run: seizeParent},
+		// A seize does not stop the tracee, and the try child's exit
+		// detaches it, so the wall is not wedged (L7).
+		{name: "ptrace_seize_pid1", call: "ptrace(PTRACE_SEIZE, 1)", skip: outsideWall, run: sys(unix.SYS_PTRACE, unix.PTRACE_SEIZE, 1)},
+		{name: "ptrace_seize_parent", call: "ptrace(PTRACE_SEIZE, getppid())", skip: outsideWall, run: seizeParent},
 		{name: "process_vm_readv", call: "process_vm_readv(self, NULL, 0, NULL, 0, 1)", run: sys(unix.SYS_PROCESS_VM_READV, uintptr(os.Getpid()), 0, 0, 0, 0, 1)},
 		{name: "process_vm_writev", call: "process_vm_writev(self, NULL, 0, NULL, 0, 1)", run: sys(unix.SYS_PROCESS_VM_WRITEV, uintptr(os.Getpid()), 0, 0, 0, 0, 1)},
 		{name: "pidfd_getfd", call: "pidfd_getfd(-1, 0, 0)", run: sys(unix.SYS_PIDFD_GETFD, badFD, 0, 0)},
@@ -92,8 +97,10 @@ func attempts() []attempt {
 		{name: "fanotify_init", call: "fanotify_init(0, 0)", run: sys(unix.SYS_FANOTIFY_INIT, 0, 0)},
 		{name: "name_to_handle_at", call: "name_to_handle_at(-1, NULL, NULL, NULL, 0)", run: sys(unix.SYS_NAME_TO_HANDLE_AT, badFD, 0, 0, 0, 0)},
 		{name: "open_by_handle_at", call: "open_by_handle_at(-1, NULL, 0)", run: sys(unix.SYS_OPEN_BY_HANDLE_AT, badFD, 0, 0)},
-		{name: "kexec_load", call: "kexec_load(0, 0, NULL, 0)", run: sys(unix.SYS_KEXEC_LOAD, 0, 0, 0, 0)},
-		{name: "kexec_file_load", call: "kexec_file_load(-1, -1, 0, NULL, 0)", run: sys(unix.SYS_KEXEC_FILE_LOAD, badFD, badFD, 0, 0, 0)},
+		// Zero segments would unload a loaded kexec image; 1000 is over
+		// KEXEC_SEGMENT_MAX. 0x8000 is no kexec_file_load flag.
+		{name: "kexec_load", call: "kexec_load(0, 1000, NULL, 0)", run: sys(unix.SYS_KEXEC_LOAD, 0, 1000, 0, 0)},
+		{name: "kexec_file_load", call: "kexec_file_load(-1, -1, 0, NULL, 0x8000)", run: sys(unix.SYS_KEXEC_FILE_LOAD, badFD, badFD, 0, 0, 0x8000)},
 		{name: "init_module", call: "init_module(NULL, 0, NULL)", run: sys(unix.SYS_INIT_MODULE, 0, 0, 0)},
 		{name: "finit_module", call: "finit_module(-1, NULL, 0)", run: sys(unix.SYS_FINIT_MODULE, badFD, 0, 0)},
 		{name: "delete_module", call: "delete_module(NULL, 0)", run: sys(unix.SYS_DELETE_MODULE, 0, 0)},
@@ -142,13 +149,15 @@ func attempts() []attempt {
 		{name: "adjtimex", call: "adjtimex(NULL)", run: sys(unix.SYS_ADJTIMEX, 0)},
 		{name: "clock_adjtime", call: "clock_adjtime(CLOCK_REALTIME, NULL)", run: sys(unix.SYS_CLOCK_ADJTIME, unix.CLOCK_REALTIME, 0)},
 		{name: "syslog", call: "syslog(SYSLOG_ACTION_SIZE_BUFFER, NULL, 0)", run: sys(unix.SYS_SYSLOG, 10, 0, 0)},
-		{name: "acct", call: "acct(NULL)", run: sys(unix.SYS_ACCT, 0)},
+		// acct(NULL) would switch accounting off; address 1 faults instead.
+		{name: "acct", call: "acct((char *)1)", run: sys(unix.SYS_ACCT, 1)},
 		{name: "swapon", call: "swapon(NULL, 0)", run: sys(unix.SYS_SWAPON, 0, 0)},
 		{name: "reboot", call: "reboot(0, 0, 0, NULL) (bad magic)", run: sys(unix.SYS_REBOOT, 0, 0, 0, 0)},
 		{name: "quotactl", call: "quotactl(0, NULL, 0, NULL)", run: sys(unix.SYS_QUOTACTL, 0, 0, 0, 0)},
 		{name: "lookup_dcookie", call: "lookup_dcookie(0, NULL, 0)", run: sys(unix.SYS_LOOKUP_DCOOKIE, 0, 0, 0)},
-		{name: "vhangup", call: "vhangup()", run: sys(unix.SYS_VHANGUP)},
-		{name: "sethostname", call: "sethostname(NULL, 0)", run: sys(unix.SYS_SETHOSTNAME, 0, 0)},
+		{name: "vhangup", call: "setsid(); vhangup()", run: vhangupDetached},
+		// A length of 0 would set an empty host name; 1000 is over the limit.
+		{name: "sethostname", call: "sethostname(NULL, 1000)", run: sys(unix.SYS_SETHOSTNAME, 0, 1000)},
 		// Past the reviewed table; the kernel has nothing there either, so
 		// both answers are ENOSYS: a record, not evidence.
 		{name: "unreviewed_nr", call: "syscall(1000)", run: sys(1000)},
@@ -172,6 +181,29 @@ func spawn(flags uintptr) func() (uintptr, unix.Errno) {
 		}
 		return 0, 0
 	}
+}
+
+// outsideWall is set when the probe runs in the initial pid namespace: there
+// pid 1 is the host's init, which the probe leaves alone.
+var outsideWall = func() string {
+	l, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return "cannot tell whether this is a wall: " + errName(err)
+	}
+	// PROC_PID_INIT_INO, the initial pid namespace's fixed inode.
+	if l == "pid:[4026531836]" {
+		return "not inside a wall (initial pid namespace)"
+	}
+	return ""
+}()
+
+// vhangupDetached leaves the controlling terminal first, so that a probe run
+// by hand with privileges does not hang up the terminal it was started from.
+func vhangupDetached() (uintptr, unix.Errno) {
+	if _, err := unix.Setsid(); err != nil {
+		return 0, errnoOf(err)
+	}
+	return sys(unix.SYS_VHANGUP)()
 }
 
 func seizeParent() (uintptr, unix.Errno) {
