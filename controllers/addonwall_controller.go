@@ -76,8 +76,9 @@ func (r *AddonWallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	var adm Admission
 	var admitErr error
 	switch {
-	case !hostKnown && d.Spawn != decide.SpawnPlain && d.Spawn != decide.SpawnNone:
-		// The host has not been probed yet: nothing is admitted until it is.
+	case !hostKnown && dependsOnHost(d.Reason):
+		// The host has not been probed yet: an answer that depends on
+		// bubblewrap waits for the probe rather than guess.
 		admitErr = errHostNotProbed
 	case d.Mode == wallsv1.ModeOff:
 		r.Sessions.Refuse(w.Name, d.Reason, d.Detail)
@@ -121,6 +122,17 @@ func (r *AddonWallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{RequeueAfter: out.Requeue}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// dependsOnHost reports whether a decision's reason came from, or got
+// past, the host's bubblewrap facts.
+func dependsOnHost(reason string) bool {
+	switch reason {
+	case wallsv1.ReasonNoBubblewrap, wallsv1.ReasonBubblewrapUnusable, wallsv1.ReasonWalled,
+		wallsv1.ReasonSharesCrowDatabase, wallsv1.ReasonUsesAllStorage:
+		return true
+	}
+	return false
 }
 
 var errHostNotProbed = errors.New("this host's wall facts are not known yet; waiting for the WallHost probe")

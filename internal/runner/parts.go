@@ -1,0 +1,123 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	wallsv1 "github.com/addonwall/addonwall/api/v1alpha1"
+	"github.com/addonwall/addonwall/internal/dockerwatch"
+	"github.com/addonwall/addonwall/internal/fixit"
+	"github.com/addonwall/addonwall/internal/fswatch"
+	"github.com/addonwall/addonwall/internal/hostprobe"
+	"github.com/addonwall/addonwall/internal/owner"
+	"github.com/addonwall/addonwall/internal/session"
+)
+
+// environ is the controller's own environment as a map.
+func environ() map[string]string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// controllerPaths are the controller's own folders: never a bind source.
+func controllerPaths(o Options) []string {
+	return []string{o.Paths.StateDir(), o.Paths.Store, filepath.Dir(o.Paths.ControlSocket())}
+}
+
+// crowWatch sends a hint whenever one of the Crow home's files changes.
+func crowWatch(mgr manager.Manager, o Options, hints chan<- event.GenericEvent) error {
+	w, err := fswatch.New(o.Log.WithName("fswatch"), 30*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	w.File(o.Paths.AddonsFile())
+	w.File(o.Paths.WallsFile())
+	w.Tree(o.Paths.BundlesDir())
+	if pf := o.Paths.ProfilesFile(); pf != "" {
+		w.File(pf)
+	}
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		raw := make(chan struct{}, 1)
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-raw:
+					select {
+					case hints <- event.GenericEvent{Object: &wallsv1.AddonWall{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace}}}:
+					default:
+					}
+				}
+			}
+		}()
+		return w.Run(ctx, raw)
+	}))
+}
+
+// dockerWatch keeps the docker event watch live and hints the host
+// reconciler whenever the watch goes up or down.
+func dockerWatch(mgr manager.Manager, o Options, eng *dockerwatch.Engine, hostHints chan<- event.GenericEvent) error {
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		host := event.GenericEvent{Object: &wallsv1.WallHost{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}}
+		eng.Watch(ctx, o.Log.WithName("docker"), func(string) {}, func(bool) {
+			select {
+			case hostHints <- host:
+			default:
+			}
+		})
+		return nil
+	}))
+}
+
+func newProber(eng *dockerwatch.Engine) *hostprobe.Prober {
+	return &hostprobe.Prober{Engine: eng}
+}
+
+// newSessions builds the session manager and its control socket server.
+func newSessions(mgr manager.Manager, o Options, prober *hostprobe.Prober, failures *fixit.Records, hints chan<- event.GenericEvent) (*session.Manager, error) {
+	home := o.Getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	probe := prober.Result(context.Background())
+	m := &session.Manager{
+		Log:       o.Log.WithName("session"),
+		Namespace: o.Namespace,
+		Hints:     hints,
+		Preparer: &session.WallPreparer{
+			Paths:           o.Paths,
+			Home:            home,
+			Environ:         environ(),
+			ControllerPaths: controllerPaths(o),
+			BwrapPath:       probe.Path,
+			SetprivPath:     probe.Setpriv,
+			Log:             o.Log.WithName("wall"),
+		},
+		Owner: &owner.Choices{WallsFile: o.Paths.WallsFile(), Failures: failures, Written: &owner.Written{}, Now: time.Now},
+	}
+	srv := &session.ControlServer{Path: o.Paths.ControlSocket(), Log: o.Log.WithName("control"), Handler: m.Handle}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if err := srv.Start(ctx); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return nil
+	})); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+

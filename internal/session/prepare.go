@@ -1,0 +1,288 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/go-logr/logr"
+
+	wallsv1 "github.com/addonwall/addonwall/api/v1alpha1"
+	"github.com/addonwall/addonwall/controllers"
+	"github.com/addonwall/addonwall/internal/bwrap"
+	"github.com/addonwall/addonwall/internal/crowhome"
+	"github.com/addonwall/addonwall/internal/decide"
+	"github.com/addonwall/addonwall/internal/launcher"
+	"github.com/addonwall/addonwall/internal/paths"
+	"github.com/addonwall/addonwall/internal/plan"
+	"github.com/addonwall/addonwall/internal/planfacts"
+	"github.com/addonwall/addonwall/internal/seccomp"
+)
+
+// Default limits (the forge cells' app defaults).
+const (
+	defaultMemory = 512 << 20
+	defaultCPU    = 1.0
+	defaultDisk   = 1 << 30
+)
+
+// failure is an error that names the api reason an add-on is off for.
+type failure struct {
+	reason string
+	err    error
+}
+
+func (f *failure) Error() string  { return f.err.Error() }
+func (f *failure) Unwrap() error  { return f.err }
+func (f *failure) Reason() string { return f.reason }
+
+func fail(reason string, format string, args ...any) error {
+	return &failure{reason: reason, err: fmt.Errorf(format, args...)}
+}
+
+// WallPreparer builds Launches from the reconciled AddonWall, the Crow
+// home's entry and the host.
+type WallPreparer struct {
+	Paths paths.Paths
+	// Home is the owner's home folder.
+	Home string
+	// Environ is the controller's own environment.
+	Environ map[string]string
+	// ControllerPaths are never a bind source (store, control socket).
+	ControllerPaths []string
+	// BwrapPath and SetprivPath are the probed binaries.
+	BwrapPath, SetprivPath string
+	Log                    logr.Logger
+}
+
+// Prepare implements Preparer. For a walled decision it builds the plan
+// and the filter once now, so a plan that cannot be built keeps the add-on
+// off; every connect builds them again from fresh facts.
+func (p *WallPreparer) Prepare(ctx context.Context, w *wallsv1.AddonWall, d decide.Decision) (Launch, controllers.Admission, error) {
+	entry, err := p.entry(w.Name)
+	if err != nil {
+		return nil, controllers.Admission{}, err
+	}
+	res, err := launcher.Resolve(entry.Command, p.Paths.InstallDir(w.Name), entry.CommandSHA256)
+	if err != nil {
+		return nil, controllers.Admission{}, fail(wallsv1.ReasonPlanFailed, "its command cannot run: %w", err)
+	}
+	switch d.Spawn {
+	case decide.SpawnWalled:
+		wl := &walledLaunch{p: p, w: w.DeepCopy(), d: d, res: res, limits: limitsOf(w, p.Paths.DataDir)}
+		pl, prog, err := wl.build(ctx)
+		if err != nil {
+			return nil, controllers.Admission{}, err
+		}
+		tier := wallsv1.TierWalled
+		if prog == nil {
+			tier = wallsv1.TierWalledNoSeccomp
+		}
+		adm := controllers.Admission{Tier: tier, PlanHash: pl.Hash(), Reach: decide.Reach(decide.ReachOf(w.Spec.Profile), decide.LangEN)}
+		for _, u := range pl.Unbound {
+			adm.Dropped = append(adm.Dropped, fmt.Sprintf("%s not bound: %s", u.Path, u.Reason))
+		}
+		return wl, adm, nil
+	case decide.SpawnPlain, decide.SpawnSetpriv:
+		ul := &unwalledLaunch{res: res, args: entry.Args, env: p.unwalledEnv(entry), dir: p.Paths.InstallDir(w.Name)}
+		if entry.Cwd != "" {
+			ul.dir = entry.Cwd
+		}
+		if d.Spawn == decide.SpawnSetpriv {
+			if p.SetprivPath == "" {
+				return nil, controllers.Admission{}, fail(wallsv1.ReasonWallFailed, "setpriv was found missing")
+			}
+			ul.setpriv = p.SetprivPath
+		}
+		return ul, controllers.Admission{}, nil
+	default:
+		return nil, controllers.Admission{}, fmt.Errorf("no process is started for this add-on (%s)", d.Reason)
+	}
+}
+
+func (p *WallPreparer) entry(id string) (crowhome.Entry, error) {
+	f, err := crowhome.ReadAddons(p.Paths.AddonsFile())
+	if err != nil {
+		return crowhome.Entry{}, fail(wallsv1.ReasonInvalidInput, "reading its entry: %w", err)
+	}
+	if fe, bad := f.Problems[id]; bad {
+		return crowhome.Entry{}, fail(wallsv1.ReasonInvalidInput, "%w", fe)
+	}
+	e, ok := f.Entries[id]
+	if !ok {
+		return crowhome.Entry{}, fail(wallsv1.ReasonInvalidInput, "%s has no entry for it", p.Paths.AddonsFile())
+	}
+	return e, nil
+}
+
+// unwalledEnv is the environment of a child that runs without a wall: the
+// controller's own, less every name that looks like a secret, the host
+// switches and loader-injection names, plus the entry's own values.
+func (p *WallPreparer) unwalledEnv(e crowhome.Entry) map[string]string {
+	env := map[string]string{}
+	for k, v := range p.Environ {
+		if plan.LooksSecret(k) || plan.IsInjectionName(k) || strings.HasPrefix(k, "CROW_ADDON_WALLS") {
+			continue
+		}
+		env[k] = v
+	}
+	for k, v := range e.Env.Values() {
+		env[k] = v
+	}
+	return env
+}
+
+func limitsOf(w *wallsv1.AddonWall, dataDir string) Limits {
+	l := Limits{Memory: defaultMemory, CPU: defaultCPU, Disk: defaultDisk, DataDir: dataDir + "/" + w.Name}
+	if q := w.Spec.Limits.Memory; q != nil {
+		l.Memory = q.Value()
+	}
+	if q := w.Spec.Limits.CPU; q != nil {
+		l.CPU = q.AsApproximateFloat64()
+	}
+	if q := w.Spec.Limits.Disk; q != nil {
+		l.Disk = q.Value()
+	}
+	return l
+}
+
+// walledLaunch starts a child inside its wall. It never falls back.
+type walledLaunch struct {
+	p      *WallPreparer
+	w      *wallsv1.AddonWall
+	d      decide.Decision
+	res    launcher.Resolved
+	limits Limits
+}
+
+func (l *walledLaunch) Walled() bool   { return true }
+func (l *walledLaunch) Limits() Limits { return l.limits }
+
+// build gathers fresh facts and builds the plan and the filter.
+func (l *walledLaunch) build(ctx context.Context) (*plan.Plan, []byte, error) {
+	p := l.p
+	entry, err := p.entry(l.w.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	grant := func(fs []wallsv1.EnvField) []planfacts.GrantRequest {
+		var out []planfacts.GrantRequest
+		for _, f := range fs {
+			v, _ := entry.Env.Get(f.Name)
+			out = append(out, planfacts.GrantRequest{Field: f.Name, Value: v, OwnerTyped: f.OwnerTyped})
+		}
+		return out
+	}
+	prof := l.w.Spec.Profile
+	var own []plan.EnvVar
+	for _, k := range entry.Env.Keys() {
+		v, _ := entry.Env.Get(k)
+		own = append(own, plan.EnvVar{Name: k, Value: v, OwnerTyped: true})
+	}
+	hasTable := seccomp.HasTable(runtime.GOARCH)
+	req := planfacts.Request{
+		AddonID:         l.w.Name,
+		UID:             uint32(os.Getuid()),
+		CrowHome:        p.Paths.CrowHome,
+		DataDir:         p.Paths.DataDir,
+		Checkout:        p.Paths.Checkout,
+		Home:            p.Home,
+		Command:         l.res.Path,
+		Args:            entry.Args,
+		Runtime:         l.res.Runtime,
+		Read:            grant(prof.Files.Read),
+		Write:           grant(prof.Files.Write),
+		OwnEnvFile:      prof.OwnEnvFile,
+		CrowDB:          l.d.BindCrowDatabase,
+		FirstParty:      l.w.Spec.FirstParty,
+		Env:             plan.EnvInput{Controller: p.Environ, Own: own},
+		ControllerPaths: p.ControllerPaths,
+		Seccomp:         hasTable,
+	}
+	if prof.Files.OAuthDir != nil {
+		g := grant([]wallsv1.EnvField{*prof.Files.OAuthDir})[0]
+		req.OAuthDir = &g
+	}
+	in, err := planfacts.Gather(ctx, req)
+	if err != nil {
+		return nil, nil, fail(wallsv1.ReasonPlanFailed, "gathering what its wall binds: %w", err)
+	}
+	pl, err := plan.Build(in)
+	if err != nil {
+		return nil, nil, fail(wallsv1.ReasonPlanFailed, "%w", err)
+	}
+	if !hasTable {
+		return pl, nil, nil
+	}
+	prog, err := seccomp.Build(runtime.GOARCH)
+	if err != nil {
+		return nil, nil, fail(wallsv1.ReasonSeccompFailed, "building its seccomp filter: %w", err)
+	}
+	return pl, prog.Bytes(), nil
+}
+
+// Start implements Launch.
+func (l *walledLaunch) Start(ctx context.Context, stdio [3]*os.File) (Process, error) {
+	pl, prog, err := l.build(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := bwrap.Start(ctx, pl, prog, bwrap.Stdio{Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2]},
+		bwrap.WithBwrapPath(l.p.BwrapPath), bwrap.WithLogger(l.p.Log))
+	if err != nil {
+		return nil, fail(wallsv1.ReasonWallFailed, "starting its wall: %w", err)
+	}
+	return &bwrapProcess{c: c, walled: true}, nil
+}
+
+// unwalledLaunch starts a child without a wall, as decided.
+type unwalledLaunch struct {
+	res     launcher.Resolved
+	args    []string
+	env     map[string]string
+	dir     string
+	setpriv string
+}
+
+func (l *unwalledLaunch) Walled() bool { return false }
+
+// Start implements Launch.
+func (l *unwalledLaunch) Start(ctx context.Context, stdio [3]*os.File) (Process, error) {
+	// An empty setpriv path means none: a plain spawn is exactly that.
+	opts := []bwrap.StartOption{bwrap.WithSetprivPath(l.setpriv)}
+	c, err := bwrap.StartUnwalled(ctx, l.res.Path, l.args, l.env, l.dir,
+		bwrap.Stdio{Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2]}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &bwrapProcess{c: c}, nil
+}
+
+// bwrapProcess adapts a bwrap.Child to Process.
+type bwrapProcess struct {
+	c      *bwrap.Child
+	walled bool
+}
+
+func (b *bwrapProcess) Pid() int {
+	if !b.walled {
+		return b.c.Pid()
+	}
+	if pid, err := b.c.CommandPid(); err == nil && pid > 0 {
+		return pid
+	}
+	return b.c.Pid()
+}
+
+func (b *bwrapProcess) Wait() (int, error) {
+	e, err := b.c.Wait()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return e.Code, err
+	}
+	return e.Code, nil
+}
+
+func (b *bwrapProcess) Kill() { _ = b.c.Kill() }
