@@ -236,11 +236,11 @@ var cards = map[Lang]map[string]Card{
 		},
 		v1alpha1.ReasonPackagesNotReady: {
 			"No pudo preparar sus paquetes dentro de su muro.",
-			"Comprueba que sus paquetes vienen de npm, PyPI o un commit fijado de GitHub y ya compilados; luego vuelve a conectar.",
+			"Comprueba que sus paquetes vienen de npm, PyPI o un commit fijado de GitHub y que están precompilados; luego vuelve a conectar.",
 		},
 		v1alpha1.ReasonWallNotVerified: {
 			"Después de iniciarse, su proceso no mostraba las protecciones de su muro, así que se terminó.",
-			"Lee en el registro del gateway las pruebas e informa de ello; vuelve a conectar para reintentarlo.",
+			"Lee las pruebas en el registro del gateway e informa del problema; vuelve a conectar para reintentarlo.",
 		},
 		v1alpha1.ReasonStopped: {
 			"Su proceso terminó por su cuenta.",
