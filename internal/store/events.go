@@ -92,4 +92,3 @@ func (s *Store) pruneEventsLocked(ns string) {
 		}
 	}
 }
-

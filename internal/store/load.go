@@ -59,7 +59,9 @@ func (s *Store) loadAll() error {
 			all[i].rvOK = false
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].e.kind.path(s.dir, all[i].e.key) < all[j].e.kind.path(s.dir, all[j].e.key) })
+	sort.Slice(all, func(i, j int) bool {
+		return all[i].e.kind.path(s.dir, all[i].e.key) < all[j].e.kind.path(s.dir, all[j].e.key)
+	})
 	for _, l := range all {
 		if !l.rvOK {
 			rv, err := s.rv.next()
@@ -167,4 +169,3 @@ func (s *Store) loadFile(path string, data []byte) (*entry, bool) {
 	adm.setRV(rv)
 	return &entry{kind: ref.kind, key: ref.key, rv: rv, obj: adm.obj, typed: adm.typed, fileHash: hashOf(data)}, rvOK
 }
-

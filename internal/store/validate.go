@@ -15,8 +15,8 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -203,4 +203,3 @@ func shallowWithout(m map[string]any, key string) map[string]any {
 func invalidError(k *kindInfo, name string, errs field.ErrorList) error {
 	return newInvalid(k.groupKind(), name, errs)
 }
-

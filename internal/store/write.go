@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 
+	"go.yaml.in/yaml/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
-	"go.yaml.in/yaml/v3"
 )
 
 // writeScope says which part of an object a write may change.
@@ -488,4 +488,3 @@ func (a *admitted) setGeneration(g int64) {
 
 // metav1RFC3339 is the layout metav1.Time marshals to.
 const metav1RFC3339 = "2006-01-02T15:04:05Z07:00"
-
