@@ -95,11 +95,11 @@ func ReadAddons(file string) (*AddonsFile, error) {
 }
 
 func addonsMapKeys(parent path) bool {
-	switch len(parent) {
+	switch parent.depth() {
 	case 0:
 		return true // add-on ids
 	case 2:
-		return parent[1].kind == segField && parent[1].key == "env" // env names
+		return parent.s.kind == segField && parent.s.key == "env" // env names
 	}
 	return false
 }
@@ -119,10 +119,10 @@ func parseAddons(file string, data []byte) (*AddonsFile, error) {
 	}
 	// A problem's first path element is the id it belongs to.
 	for _, pr := range problems {
-		if len(pr.at) == 0 {
+		if pr.at.depth() == 0 {
 			return nil, fileErr(file, pr.at, "%s", pr.msg)
 		}
-		out.report(file, pr.at[0].key, fileErr(file, pr.at, "%s", pr.msg))
+		out.report(file, pr.at.segs()[0].key, fileErr(file, pr.at, "%s", pr.msg))
 	}
 	for _, mem := range root.members {
 		id := mem.key
@@ -194,7 +194,7 @@ func decodeEntry(file string, n *node, at path) (Entry, error) {
 		return e, err
 	}
 	if e.Transport != "" && e.Transport != "stdio" && e.Transport != "http" {
-		return e, fileErr(file, at.field("transport"), "must be \"stdio\" or \"http\", not %s", quoteShort(e.Transport))
+		return e, fileErr(file, at.field("transport"), "must be \"stdio\" or \"http\"")
 	}
 	if e.URL, err = f.str("url", maxURLLen); err != nil {
 		return e, err

@@ -48,6 +48,14 @@ func TestReadAddonsGood(t *testing.T) {
 
 // Each case holds one good entry ("ok") beside the bad one, so each row
 // proves both the refusal and that it stays confined to its own id.
+func manyVars(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(`"V%d": "x"`, i)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // sameEntry compares two entries field by field, env values included.
 func sameEntry(a, b Entry) bool {
 	return reflect.DeepEqual(a.Redacted(), b.Redacted()) && reflect.DeepEqual(a.Args, b.Args) &&
@@ -72,6 +80,9 @@ func TestReadAddonsBadEntry(t *testing.T) {
 		{"env key with =", `{"command": "a", "env": {"A=B": "v"}}`, `["bad"].env["A=B"]`, "not an environment variable name"},
 		{"env key starting with a digit", `{"command": "a", "env": {"1X": "v"}}`, `["bad"].env["1X"]`, "not an environment variable name"},
 		{"env keys differing in case", `{"command": "a", "env": {"path": "a", "PATH": "b"}}`, `["bad"].env["PATH"]`, "letter case"},
+		{"env key with a newline", `{"command": "a", "env": {"A\nB": "v"}}`, `["bad"].env["A\nB"]`, "not an environment variable name"},
+		{"empty env key", `{"command": "a", "env": {"": "v"}}`, `["bad"].env[""]`, "not an environment variable name"},
+		{"too many env vars", `{"command": "a", "env": {` + manyVars(maxEnvVars+1) + `}}`, `["bad"].env`, "at most 1024"},
 		{"env value too long", `{"command": "a", "env": {"A": "` + strings.Repeat("v", maxEnvString) + `"}}`, `["bad"].env["A"]`, "longer than exec allows"},
 		{"relative cwd", `{"command": "a", "cwd": "../.."}`, `["bad"].cwd`, "absolute path"},
 		{"cwd not a string", `{"command": "a", "cwd": 1}`, `["bad"].cwd`, "must be a string"},
@@ -142,7 +153,7 @@ func TestReadAddonsBadIDs(t *testing.T) {
 	for _, id := range bad {
 		found := false
 		for _, fe := range got.BadKeys {
-			if fe.Key == (path{}).mapKey(id).String() && strings.Contains(fe.Msg, "not an add-on id") {
+			if fe.Key == path(nil).mapKey(id).String() && strings.Contains(fe.Msg, "not an add-on id") {
 				found = true
 			}
 		}

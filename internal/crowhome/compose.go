@@ -96,13 +96,13 @@ func parseCompose(file string, data []byte, env map[string]string) (*Compose, er
 		return nil, r.errAt(nil, root, "must be a mapping with a services key")
 	}
 	if n, ok := top["include"]; ok {
-		r.problem(path{}.field("include"), n, "includes other compose files; their ports are not followed")
+		r.problem(path(nil).field("include"), n, "includes other compose files; their ports are not followed")
 	}
 	svcNode, ok := top["services"]
 	if !ok {
 		return nil, r.errAt(nil, root, "has no services key")
 	}
-	svcAt := path{}.field("services")
+	svcAt := path(nil).field("services")
 	services, ok := r.mapping(svcNode, svcAt, 0)
 	if !ok {
 		return nil, r.errAt(svcAt, svcNode, "must be a mapping of service names")
@@ -180,7 +180,7 @@ func (r *composeReader) mapping(n *yaml.Node, at path, depth int) (map[string]*y
 		if _, seen := out[k.Value]; seen || dup[k.Value] {
 			if !dup[k.Value] {
 				kat := at.field(k.Value)
-				if len(at) == 1 && at[0].key == "services" {
+				if at.depth() == 1 && at.s.key == "services" {
 					kat = at.mapKey(k.Value) // a service name
 				}
 				r.problem(kat, k, "is given twice in one mapping; neither is used")
@@ -385,7 +385,7 @@ func (r *composeReader) publish(service string, n *yaml.Node, at path, ip string
 	switch proto {
 	case "tcp", "udp", "sctp":
 	default:
-		r.problem(at, n, "has protocol %s; tcp, udp or sctp were expected", quoteShort(proto))
+		r.problem(at, n, "has a protocol that is not tcp, udp or sctp")
 		return
 	}
 	var hostIP string

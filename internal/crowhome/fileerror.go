@@ -10,7 +10,8 @@ type FileError struct {
 	// Key is a JSON (or YAML) path inside File, like ["kb"].args[2]; empty
 	// when the problem is the file as a whole.
 	Key string
-	// Msg says what was wrong. It never quotes an environment value.
+	// Msg says what was wrong. It quotes no value from the file (a
+	// symlinked manifest could point at anything), only key names.
 	Msg string
 	// Err is the cause, if another error caused this one.
 	Err error

@@ -19,26 +19,46 @@ type seg struct {
 	idx  int
 }
 
-// path locates a value inside a document. It is copied on every step so a
-// child never shares (and overwrites) its parent's backing array.
-type path []seg
-
-func (p path) with(s seg) path {
-	np := make(path, len(p), len(p)+1)
-	copy(np, p)
-	return append(np, s)
+// pathNode is one step of a path; a path is its last step, linked to its
+// parent, so a child costs one small allocation whatever its depth (a copied
+// slice per member would cost O(depth) each, and a 4 MiB document at depth
+// 64 has hundreds of thousands of members). The nil path is the document.
+type pathNode struct {
+	parent *pathNode
+	s      seg
+	n      int
 }
 
-func (p path) field(k string) path  { return p.with(seg{kind: segField, key: k}) }
-func (p path) mapKey(k string) path { return p.with(seg{kind: segMapKey, key: k}) }
-func (p path) index(i int) path     { return p.with(seg{kind: segIndex, idx: i}) }
+type path = *pathNode
+
+func (p *pathNode) depth() int {
+	if p == nil {
+		return 0
+	}
+	return p.n
+}
+
+func (p *pathNode) with(s seg) path { return &pathNode{parent: p, s: s, n: p.depth() + 1} }
+
+func (p *pathNode) field(k string) path  { return p.with(seg{kind: segField, key: k}) }
+func (p *pathNode) mapKey(k string) path { return p.with(seg{kind: segMapKey, key: k}) }
+func (p *pathNode) index(i int) path     { return p.with(seg{kind: segIndex, idx: i}) }
+
+// segs returns the steps from the document down.
+func (p *pathNode) segs() []seg {
+	out := make([]seg, p.depth())
+	for q := p; q != nil; q = q.parent {
+		out[q.n-1] = q.s
+	}
+	return out
+}
 
 // maxKeyShown keeps a hostile megabyte-long key out of error messages.
 const maxKeyShown = 64
 
-func (p path) String() string {
+func (p *pathNode) String() string {
 	var b strings.Builder
-	for i, s := range p {
+	for i, s := range p.segs() {
 		switch {
 		case s.kind == segIndex:
 			b.WriteByte('[')

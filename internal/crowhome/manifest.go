@@ -118,7 +118,7 @@ func ReadManifest(file, wantID string) (*Manifest, error) {
 		return nil, err
 	}
 	if m.ID != wantID {
-		return nil, fileErr(file, path{}.field("id"), "is %s, but the manifest belongs to the add-on %s", quoteShort(m.ID), quoteShort(wantID))
+		return nil, fileErr(file, path(nil).field("id"), "is not %s, the add-on this manifest was read for", quoteShort(wantID))
 	}
 	return m, nil
 }
@@ -304,8 +304,8 @@ func decodeDocker(f *fields) (string, error) {
 func decodeSandbox(file string, f *fields) (Sandbox, error) {
 	var sb Sandbox
 	// Both are our keys, read strictly: null is not "absent" here.
-	topNet, topAt := f.m["network"], path{}.field("network")
-	n, at := f.m["sandbox"], path{}.field("sandbox")
+	topNet, topAt := f.m["network"], path(nil).field("network")
+	n, at := f.m["sandbox"], path(nil).field("sandbox")
 	if n == nil && topNet == nil {
 		return sb, nil
 	}
@@ -359,7 +359,7 @@ func decodeNetwork(file string, n *node, at path) (Network, error) {
 			nw.Internet = true
 			return nw, nil
 		}
-		return nw, fileErr(file, at, "must be \"none\", \"internet\" or an object {internet, hosts}, not %s", quoteShort(n.text))
+		return nw, fileErr(file, at, "must be \"none\", \"internet\" or an object {internet, hosts}")
 	case kindObject:
 		nf, err := objectFields(file, n, at, true, "internet", "hosts")
 		if err != nil {

@@ -50,7 +50,7 @@ func TestReadManifestFunkwhale(t *testing.T) {
 	}
 
 	_, err = ReadManifest(file, "media")
-	wantFileError(t, err, file, "id", `belongs to the add-on "media"`)
+	wantFileError(t, err, file, "id", `is not "media"`)
 
 	_, err = ReadManifest(filepath.Join(home, "bundles/none/manifest.json"), "none")
 	if !errors.Is(err, fs.ErrNotExist) {

@@ -31,7 +31,7 @@ func ReadProfiles(file string) (map[string]AddonProfile, error) {
 }
 
 func parseProfiles(file string, data []byte) (map[string]AddonProfile, error) {
-	root, err := decodeStrict(file, data, func(parent path) bool { return len(parent) == 0 })
+	root, err := decodeStrict(file, data, func(parent path) bool { return parent.depth() == 0 })
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ const (
 	MaxDepth = 64
 	// maxValues bounds the tree a 4 MiB document can expand into
 	// ([0,0,0,…] is two bytes a value); Crow's real files hold a few thousand.
-	maxValues = 1 << 17
+	maxValues = 1 << 16
 )
 
 type kind uint8

@@ -76,7 +76,7 @@ func emptyWalls() *Walls {
 }
 
 func wallsMapKeys(parent path) bool {
-	return len(parent) == 1 && parent[0].kind == segField && parent[0].key == "addons"
+	return parent.depth() == 1 && parent.s.kind == segField && parent.s.key == "addons"
 }
 
 func parseWalls(file string, data []byte) (*Walls, error) {
@@ -96,7 +96,7 @@ func parseWalls(file string, data []byte) (*Walls, error) {
 		return nil, err
 	}
 	if v, err := strconv.ParseInt(vn.text, 10, 32); err != nil || v != wallsVersion {
-		return nil, fileErr(file, vat, "is %s; this build reads version %d only", quoteShort(vn.text), wallsVersion)
+		return nil, fileErr(file, vat, "is not %d, the only version this build reads", wallsVersion)
 	}
 	w := emptyWalls()
 	w.SHA256 = sha256Hex(data)
@@ -150,7 +150,7 @@ func decodeAddonChoice(file string, n *node, at path) (AddonChoice, error) {
 		return c, err
 	}
 	if c.Choice = Choice(s); !c.Choice.valid() {
-		return c, fileErr(file, cat, "must be \"walled\" or \"notWalled\", not %s", quoteShort(s))
+		return c, fileErr(file, cat, "must be \"walled\" or \"notWalled\"")
 	}
 	tn, tat, err := f.required("changedAt")
 	if err != nil {

@@ -50,9 +50,9 @@ func TestReadWallsBad(t *testing.T) {
 	choice := `{"choice": "walled", "changedAt": "2026-01-02T03:04:05Z"}`
 	cases := []struct{ name, doc, key, msg string }{
 		{"no version", `{"addons": {}}`, `version`, "is missing"},
-		{"version 2", `{"version": 2}`, `version`, "version 1 only"},
+		{"version 2", `{"version": 2}`, `version`, "only version this build reads"},
 		{"version a string", `{"version": "1"}`, `version`, "must be a number"},
-		{"version 1.0", `{"version": 1.0}`, `version`, "version 1 only"},
+		{"version 1.0", `{"version": 1.0}`, `version`, "only version this build reads"},
 		{"unknown top key", `{"version": 1, "owner": "me"}`, `owner`, "not a known key"},
 		{"case-variant top key", `{"version": 1, "Addons": {}}`, `Addons`, "case-sensitive"},
 		{"duplicate version", `{"version": 1, "version": 1}`, `version`, "duplicate key"},

@@ -29,10 +29,10 @@ import (
 // even if err reports that the folder could not be synced afterwards.
 func SetChoice(file, id string, choice Choice, now time.Time) (string, error) {
 	if err := ValidID(id); err != nil {
-		return "", fileErr(file, path{}.field("addons").mapKey(id), "%s; nothing was written", err.Error())
+		return "", fileErr(file, path(nil).field("addons").mapKey(id), "%s; nothing was written", err.Error())
 	}
 	if !choice.valid() {
-		return "", fileErr(file, path{}.field("addons").mapKey(id).field("choice"), "must be \"walled\" or \"notWalled\", not %s; nothing was written", quoteShort(string(choice)))
+		return "", fileErr(file, path(nil).field("addons").mapKey(id).field("choice"), "must be \"walled\" or \"notWalled\", not %s; nothing was written", quoteShort(string(choice)))
 	}
 	return updateWalls(file, func(w *Walls) bool {
 		if cur, ok := w.Addons[id]; ok && cur.Choice == choice {
@@ -50,7 +50,7 @@ func SetChoice(file, id string, choice Choice, now time.Time) (string, error) {
 // written.
 func MarkAnnounced(file string, key Announcement, now time.Time) (string, error) {
 	if !key.valid() {
-		return "", fileErr(file, path{}.field("announced"), "has no marker %s; nothing was written", quoteShort(string(key)))
+		return "", fileErr(file, path(nil).field("announced"), "has no marker %s; nothing was written", quoteShort(string(key)))
 	}
 	return updateWalls(file, func(w *Walls) bool {
 		if _, ok := w.Announced[key]; ok {
