@@ -87,7 +87,7 @@ func newProber(eng *dockerwatch.Engine) *hostprobe.Prober {
 }
 
 // newSessions builds the session manager and its control socket server.
-func newSessions(mgr manager.Manager, o Options, prober *hostprobe.Prober, failures *fixit.Records, hints chan<- event.GenericEvent) (*session.Manager, error) {
+func newSessions(mgr manager.Manager, o Options, prober *hostprobe.Prober, failures *fixit.Records, written *owner.Written, hints chan<- event.GenericEvent) (*session.Manager, error) {
 	home := o.Getenv("HOME")
 	if home == "" {
 		home, _ = os.UserHomeDir()
@@ -106,7 +106,7 @@ func newSessions(mgr manager.Manager, o Options, prober *hostprobe.Prober, failu
 			SetprivPath:     probe.Setpriv,
 			Log:             o.Log.WithName("wall"),
 		},
-		Owner: &owner.Choices{WallsFile: o.Paths.WallsFile(), Failures: failures, Written: &owner.Written{}, Now: time.Now},
+		Owner: &owner.Choices{WallsFile: o.Paths.WallsFile(), Failures: failures, Written: written, Now: time.Now},
 	}
 	srv := &session.ControlServer{Path: o.Paths.ControlSocket(), Log: o.Log.WithName("control"), Handler: m.Handle}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {

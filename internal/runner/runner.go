@@ -24,6 +24,7 @@ import (
 	"github.com/addonwall/addonwall/internal/decide"
 	"github.com/addonwall/addonwall/internal/dockerwatch"
 	"github.com/addonwall/addonwall/internal/launcher"
+	"github.com/addonwall/addonwall/internal/owner"
 	"github.com/addonwall/addonwall/internal/fixit"
 	"github.com/addonwall/addonwall/internal/paths"
 	"github.com/addonwall/addonwall/internal/scheme"
@@ -146,7 +147,12 @@ func Run(ctx context.Context, o Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the WallHost controller: %w", err)
 	}
-	sessions, err := newSessions(mgr, o, prober, failures, wallHints)
+	written := &owner.Written{}
+	nt := &notices{o: o, sw: sw, c: mgr.GetClient(), written: written}
+	if err := mgr.Add(nt.runnable()); err != nil {
+		return err
+	}
+	sessions, err := newSessions(mgr, o, prober, failures, written, wallHints)
 	if err != nil {
 		return err
 	}
@@ -160,6 +166,7 @@ func Run(ctx context.Context, o Options) error {
 		Namespace:   o.Namespace,
 		TrustedDirs: launcher.TrustedDirs,
 		Hints:       importHints,
+		Observe:     nt.observe,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the importer: %w", err)
 	}
