@@ -81,6 +81,8 @@ type AddonsFile struct {
 	BadKeys []*FileError
 	// SHA256 is the hex sha256 of the bytes that were parsed.
 	SHA256 string
+
+	badSeen map[string]struct{}
 }
 
 // ReadAddons reads <CROW_HOME>/mcp-addons.json. The error is a *FileError
@@ -116,6 +118,7 @@ func parseAddons(file string, data []byte) (*AddonsFile, error) {
 		Entries:  make(map[string]Entry),
 		Problems: make(map[string]*FileError),
 		SHA256:   sha256Hex(data),
+		badSeen:  make(map[string]struct{}),
 	}
 	// A problem's first path element is the id it belongs to.
 	for _, pr := range problems {
@@ -144,6 +147,7 @@ func parseAddons(file string, data []byte) (*AddonsFile, error) {
 		delete(out.Entries, id)
 	}
 	sort.Slice(out.BadKeys, func(i, j int) bool { return out.BadKeys[i].Key < out.BadKeys[j].Key })
+	out.badSeen = nil
 	return out, nil
 }
 
@@ -154,12 +158,10 @@ func (a *AddonsFile) report(file, id string, err error) {
 		fe = &FileError{File: file, Msg: err.Error(), Err: err}
 	}
 	if ValidID(id) != nil {
-		for _, b := range a.BadKeys {
-			if b.Key == fe.Key {
-				return
-			}
+		if _, dup := a.badSeen[id]; !dup {
+			a.badSeen[id] = struct{}{}
+			a.BadKeys = append(a.BadKeys, fe)
 		}
-		a.BadKeys = append(a.BadKeys, fe)
 		return
 	}
 	if _, dup := a.Problems[id]; !dup {

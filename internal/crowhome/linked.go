@@ -116,7 +116,7 @@ func within(p, base string) bool {
 func GatherLinkFacts(crowHome, id string, e Entry, trustedDirs []string) (LinkFacts, error) {
 	var f LinkFacts
 	if err := ValidID(id); err != nil {
-		return f, &FileError{File: filepath.Join(crowHome, "bundles"), Key: quoteShort(id), Msg: err.Error()}
+		return f, &FileError{File: filepath.Join(crowHome, "bundles"), Key: path(nil).mapKey(id).String(), Msg: err.Error()}
 	}
 	bundles := filepath.Join(crowHome, "bundles")
 	if real, err := filepath.EvalSymlinks(bundles); err == nil {
