@@ -13,7 +13,7 @@ import (
 
 // requireWall skips a test that needs a usable bubblewrap, or fails it when
 // ADDONWALL_E2E=required (CI), and returns bwrap's path.
-func requireWall(t *testing.T) string {
+func requireWall(t testing.TB) string {
 	t.Helper()
 	r := Probe(context.Background(), ProbeOptions{})
 	if r.Usable {
@@ -29,7 +29,7 @@ func requireWall(t *testing.T) string {
 // testRoot is a fresh folder at its own real path outside /tmp, /var/tmp and
 // /dev/shm, which the plan never binds from. ADDONWALL_TEST_ROOT overrides
 // where it is made.
-func testRoot(t *testing.T) string {
+func testRoot(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("ADDONWALL_TEST_ROOT")
 	if base == "" {
@@ -61,7 +61,7 @@ func testRoot(t *testing.T) string {
 	return real
 }
 
-func mkfile(t *testing.T, path, content string) {
+func mkfile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ type crowLayout struct {
 	root, home, crow, data, install, folder, checkout string
 }
 
-func newCrow(t *testing.T) crowLayout {
+func newCrow(t testing.TB) crowLayout {
 	root := testRoot(t)
 	l := crowLayout{root: root, home: root + "/home", checkout: root + "/checkout"}
 	l.crow = l.home + "/.crow"
@@ -92,7 +92,7 @@ func newCrow(t *testing.T) crowLayout {
 }
 
 // planFor gathers real facts and builds a real plan for a command.
-func (l crowLayout) planFor(t *testing.T, command string, args []string, mutate func(*planfacts.Request)) *plan.Plan {
+func (l crowLayout) planFor(t testing.TB, command string, args []string, mutate func(*planfacts.Request)) *plan.Plan {
 	t.Helper()
 	req := planfacts.Request{
 		AddonID: "demo", UID: uint32(os.Geteuid()),
