@@ -173,6 +173,19 @@ func (b *builder) containsNeverBind(p string) string {
 
 func (b *builder) add(m Mount) { b.mounts = append(b.mounts, m) }
 
+// isOwn reports whether a never-bind path is itself one of the add-on's own
+// folders. A never-bind path strictly inside an own folder (another
+// add-on's data inside a crowDb data dir, a data dir inside the install
+// folder) is still masked.
+func isOwn(n string, own []string) bool {
+	for _, o := range own {
+		if n == o {
+			return true
+		}
+	}
+	return false
+}
+
 func (b *builder) own(p string) { b.p.Own = append(b.p.Own, p) }
 
 func (b *builder) system() error {
@@ -731,7 +744,7 @@ func (b *builder) neverBindMasks() error {
 	spelling := map[string]bool{b.in.CrowHome.Path: b.in.CrowHome.Path != b.in.CrowHome.Real,
 		b.in.DataDir.Path: b.in.DataDir.Path != b.in.DataDir.Real}
 	for _, n := range b.p.NeverBind {
-		if withinAny(n, b.p.Own) || spelling[n] {
+		if isOwn(n, b.p.Own) || spelling[n] {
 			continue
 		}
 		inside, hidden := false, false
@@ -739,7 +752,7 @@ func (b *builder) neverBindMasks() error {
 			if m.IsHostBind() && m.ExpectKind == KindDir && n != m.Source && within(n, m.Source) {
 				inside = true
 			}
-			if m.Kind == MaskDir && within(n, m.Dest) {
+			if (m.Kind == MaskDir && within(n, m.Dest)) || (m.Kind == MaskFile && m.Dest == n) {
 				hidden = true
 			}
 		}

@@ -271,6 +271,12 @@ func TestBuildMasks(t *testing.T) {
 		}, check: expect(tCheckout+"/.crow/secrets/k", "mask-dir", tCheckout+"/.crow/mcp-addons.json", "mask-dir",
 			tCheckout+"/.crow/data/other/x", "mask-dir", tCheckout+"/.crow/bundles/demo/index.js", "ro-bind-fd",
 			tCheckout+"/.crow/data/demo/x", "bind-fd", tCheckout+"/server/x.js", "host")},
+		{name: "a data dir inside the install folder is masked over it; the own data folder comes back", mutate: func(in *Input) {
+			in.DataDir = dirFacts(tInstall + "/data")
+			in.DataFolder = dirFacts(tInstall + "/data/demo")
+			delete(in.Scans, tFolder)
+			in.Scans[tInstall+"/data/demo"] = scan(tInstall + "/data/demo")
+		}, check: expect(tInstall+"/data/other/x", "mask-dir", tInstall+"/data/demo/x", "bind-fd", tInstall+"/index.js", "ro-bind-fd")},
 		{name: "a data dir alone inside the checkout is masked", mutate: func(in *Input) {
 			in.DataDir = dirFacts(tCheckout + "/data")
 			in.DataFolder = dirFacts(tCheckout + "/data/demo")

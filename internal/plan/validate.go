@@ -53,7 +53,7 @@ func (p *Plan) Validate() error {
 		return fmt.Errorf("working folder %s is not bound read-only by fd", p.Chdir)
 	}
 	for _, n := range p.NeverBind {
-		if withinAny(n, p.Own) {
+		if isOwn(n, p.Own) {
 			continue
 		}
 		if m := p.Visible(n); m != nil && m.IsHostBind() {

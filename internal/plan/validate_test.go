@@ -101,3 +101,25 @@ func TestHash(t *testing.T) {
 		t.Fatal("changed args did not change the hash")
 	}
 }
+
+// A crowDb plan whose mask over another entry of the data folder is dropped
+// must not validate; the plan as built is the positive control.
+func TestValidateCrowDBMasks(t *testing.T) {
+	in := baseInput()
+	in.Profile.CrowDB = true
+	in.Profile.DataDirEntries = []DirEntry{{Name: "crow.db", Kind: KindFile}, {Name: "tasks.db", Kind: KindFile}}
+	p := mustBuild(t, in)
+	if err := p.Validate(); err != nil {
+		t.Fatalf("positive control: %v", err)
+	}
+	var kept []Mount
+	for _, m := range p.Mounts {
+		if m.Dest != tData+"/tasks.db" {
+			kept = append(kept, m)
+		}
+	}
+	p.Mounts = kept
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "tasks.db is never bound") {
+		t.Fatalf("Validate = %v", err)
+	}
+}
