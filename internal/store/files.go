@@ -190,6 +190,13 @@ func readSettled(path string, gap time.Duration) ([]byte, error) {
 	return second, nil
 }
 
+// isStaleTemp says whether a file name is one of the store's own temp
+// files.
+func isStaleTemp(base string) bool {
+	target, _, ok := strings.Cut(strings.TrimPrefix(base, tempPrefix), ".tmp-")
+	return ok && strings.HasPrefix(base, tempPrefix) && (strings.HasSuffix(target, objectSuffix) || target == rvFileName)
+}
+
 // isObjectFileName says whether a file name in a kind folder names an
 // object: "<name>.yaml", not hidden (temp files, editor swap files).
 func isObjectFileName(base string) bool {

@@ -23,6 +23,15 @@ func (s *Store) loadAll() error {
 		rvOK bool
 	}
 	var all []loaded
+	if !s.opts.readOnly {
+		if des, err := os.ReadDir(s.dir); err == nil {
+			for _, de := range des {
+				if isStaleTemp(de.Name()) {
+					_ = os.Remove(filepath.Join(s.dir, de.Name()))
+				}
+			}
+		}
+	}
 	for _, k := range s.kinds {
 		paths, err := s.objectFiles(k)
 		if err != nil {
@@ -103,6 +112,14 @@ func (s *Store) objectFiles(k *kindInfo) ([]string, error) {
 		}
 		if d.Type().IsRegular() && isObjectFileName(d.Name()) {
 			out = append(out, p)
+		}
+		if isStaleTemp(d.Name()) && !s.opts.readOnly {
+			// A writer killed mid-write leaves its temp file; the
+			// object file itself is whole (old or new). Open holds
+			// the lock, so no live writer owns it.
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				s.log.Error(err, "cannot remove a stale temp file", "file", p)
+			}
 		}
 		return nil
 	})
