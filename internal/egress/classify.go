@@ -302,14 +302,30 @@ func judgeOwnAndDeny(ip netip.Addr, own OwnNetwork, deny []netip.Prefix) (Reason
 			}
 		}
 	}
+	if p, ok := denied(ip, deny); ok {
+		return ReasonDenyListed, fmt.Sprintf("%s is in the operator's deny list (%s)", ip, p)
+	}
+	return "", ""
+}
+
+// denied finds the deny-list prefix that holds any spelling of ip. A
+// prefix written in v4-mapped form (::ffff:a.b.c.d/120) holds the IPv4
+// addresses it maps.
+func denied(ip netip.Addr, deny []netip.Prefix) (netip.Prefix, bool) {
 	for _, f := range addrForms(ip) {
 		for _, p := range deny {
-			if p.IsValid() && p.Masked().Contains(f) {
-				return ReasonDenyListed, fmt.Sprintf("%s is in the operator's deny list (%s)", ip, p.Masked())
+			if !p.IsValid() {
+				continue
+			}
+			if p.Addr().Is4In6() && p.Bits() >= 96 {
+				p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+			}
+			if p.Masked().Contains(f) {
+				return p.Masked(), true
 			}
 		}
 	}
-	return "", ""
+	return netip.Prefix{}, false
 }
 
 // addrForms is every spelling an address is checked under: itself

@@ -311,7 +311,7 @@ func TestGatherOwnNetwork(t *testing.T) {
 }
 
 func TestDenyList(t *testing.T) {
-	deny := []netip.Prefix{netip.MustParsePrefix("8.8.4.0/24"), netip.MustParsePrefix("2606:4700:10::/48")}
+	deny := []netip.Prefix{netip.MustParsePrefix("8.8.4.0/24"), netip.MustParsePrefix("2606:4700:10::/48"), netip.MustParsePrefix("::ffff:9.9.9.0/120")}
 	for _, tc := range []struct {
 		ip   string
 		want Reason
@@ -321,6 +321,9 @@ func TestDenyList(t *testing.T) {
 		{"64:ff9b::808:404", ReasonDenyListed},
 		{"2002:808:404::1", ReasonDenyListed},
 		{"2606:4700:10::1", ReasonDenyListed},
+		{"9.9.9.9", ReasonDenyListed}, // a deny prefix in v4-mapped form
+		{"::ffff:9.9.9.9", ReasonDenyListed},
+		{"9.9.8.9", ""},
 		{"8.8.8.8", ""},
 		{"2606:4700::1111", ""},
 	} {

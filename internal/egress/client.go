@@ -66,9 +66,18 @@ func DialRelay(ctx context.Context, socketPath, target string) (net.Conn, error)
 		_ = c.Close()
 		return nil, fmt.Errorf("sending CONNECT %s to the relay: %w", target, err)
 	}
-	// One byte at a time: nothing past the answer's head may be taken
-	// from the tunnel.
-	var head []byte
+	// Nothing past the answer's head may be taken from the tunnel: read
+	// exactly as many bytes as the relay's success answer has (every
+	// other answer is longer), then one byte at a time.
+	head := make([]byte, len(connectEstablished))
+	if _, err := io.ReadFull(c, head); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("reading the relay's answer to CONNECT %s: %w", target, err)
+	}
+	if string(head) == connectEstablished {
+		_ = c.SetDeadline(time.Time{})
+		return c, nil
+	}
 	b := make([]byte, 1)
 	for !strings.HasSuffix(string(head), "\r\n\r\n") {
 		if len(head) > MaxHeadBytes {

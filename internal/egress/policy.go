@@ -260,12 +260,8 @@ func judgeListedAddr(a netip.Addr, entry Listed, own OwnNetwork, deny []netip.Pr
 	if a.Zone() != "" {
 		return Target{}, ReasonForbiddenAddress, fmt.Sprintf("%s carries an interface zone", a)
 	}
-	for _, f := range addrForms(a) {
-		for _, p := range deny {
-			if p.IsValid() && p.Masked().Contains(f) {
-				return Target{}, ReasonDenyListed, fmt.Sprintf("%s is in the operator's deny list (%s)", a, p.Masked())
-			}
-		}
+	if p, ok := denied(a, deny); ok {
+		return Target{}, ReasonDenyListed, fmt.Sprintf("%s is in the operator's deny list (%s)", a, p)
 	}
 	a = a.Unmap()
 	c := Classify(a)

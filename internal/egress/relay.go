@@ -21,8 +21,15 @@ import (
 	"github.com/go-logr/logr"
 )
 
+// connectEstablished is the relay's whole answer when a tunnel opens.
+const connectEstablished = "HTTP/1.1 200 Connection established\r\n\r\n"
+
 // SocketName is the relay socket's file name inside Config.SocketDir.
 const SocketName = "relay.sock"
+
+// refusalLogsPerSecond is how many refusals a second are logged at the
+// default level.
+const refusalLogsPerSecond = 5
 
 // latestKept is how many refusals Stats.Latest holds (the status field
 // that shows them allows 10).
@@ -76,9 +83,9 @@ type Config struct {
 	// (HostFactsUnavailable).
 	OwnNetwork func() (OwnNetwork, error)
 
-	// Log receives one line per refusal, and per tunnel at V(1). If
-	// zero, nothing is logged. Resolved addresses are logged, never
-	// payload bytes.
+	// Log receives a line per refusal (past five a second, at V(1)) and
+	// per tunnel at V(1). If zero, nothing is logged. Resolved addresses
+	// are logged, never payload bytes.
 	Log logr.Logger
 
 	// OnRefusal, if non-nil, is called for every refusal after it is
@@ -144,6 +151,9 @@ type Relay struct {
 	allowed  int64
 	refusals map[string]int64
 	latest   []Refusal
+
+	logSecond int64 // the second logLines counts refusal log lines in
+	logLines  int
 }
 
 // New makes the socket folder, listens on the socket and starts serving.
@@ -380,7 +390,7 @@ func (r *Relay) serve(c net.Conn) {
 
 	switch req.Kind {
 	case KindConnect:
-		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		if _, err := io.WriteString(c, connectEstablished); err != nil {
 			return
 		}
 		// Bytes the client sent right behind its head are the start of
@@ -440,8 +450,21 @@ func (r *Relay) refuse(c net.Conn, rf Refusal, method string) {
 	if len(r.latest) > latestKept {
 		r.latest = r.latest[:latestKept]
 	}
+	// A wall that hammers refused targets must not flood the gateway's
+	// log: past a few lines a second, refusals are logged at V(1) only
+	// (they are all counted, and OnRefusal sees every one).
+	sec := rf.Time.Unix()
+	if sec != r.logSecond {
+		r.logSecond, r.logLines = sec, 0
+	}
+	r.logLines++
+	loud := r.logLines <= refusalLogsPerSecond
 	r.mu.Unlock()
-	r.log.Info("refused", "target", rf.Target, "reason", string(rf.Reason), "detail", rf.Detail)
+	log := r.log
+	if !loud {
+		log = log.V(1)
+	}
+	log.Info("refused", "target", rf.Target, "reason", string(rf.Reason), "detail", rf.Detail)
 	if r.cfg.OnRefusal != nil {
 		r.cfg.OnRefusal(rf)
 	}
