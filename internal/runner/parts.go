@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	wallsv1 "github.com/addonwall/addonwall/api/v1alpha1"
+	"github.com/addonwall/addonwall/internal/bwrap"
 	"github.com/addonwall/addonwall/internal/dockerwatch"
 	"github.com/addonwall/addonwall/internal/fixit"
 	"github.com/addonwall/addonwall/internal/fswatch"
@@ -82,8 +83,8 @@ func dockerWatch(mgr manager.Manager, o Options, eng *dockerwatch.Engine, hostHi
 	}))
 }
 
-func newProber(eng *dockerwatch.Engine) *hostprobe.Prober {
-	return &hostprobe.Prober{Engine: eng}
+func newProber(o Options, eng *dockerwatch.Engine) *hostprobe.Prober {
+	return &hostprobe.Prober{Engine: eng, Options: bwrap.ProbeOptions{Path: o.BwrapPath}}
 }
 
 // newSessions builds the session manager and its control socket server.

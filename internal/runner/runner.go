@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -44,6 +45,8 @@ type Options struct {
 	// Getenv reads the controller's own environment (the switches).
 	Getenv func(string) string
 	Log    logr.Logger
+	// BwrapPath probes this bubblewrap instead of looking in the usual places.
+	BwrapPath string
 	// Ready, when set, is closed once the manager's caches have synced.
 	Ready chan<- struct{}
 }
@@ -86,6 +89,9 @@ func Run(ctx context.Context, o Options) error {
 		HealthProbeBindAddress:  orOff(o.HealthAddr),
 		GracefulShutdownTimeout: durationPtr(10 * time.Second),
 		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}},
+		// One manager per process in production; tests and the demo run
+		// several in one process, one after another.
+		Controller: config.Controller{SkipNameValidation: ptr(true)},
 	}
 	var cfg *rest.Config
 	var recorder func(string) record.EventRecorder
@@ -131,7 +137,7 @@ func Run(ctx context.Context, o Options) error {
 		o.Log.Info("docker is not looked at", "error", err.Error())
 		eng = nil
 	}
-	prober := newProber(eng)
+	prober := newProber(o, eng)
 	if eng != nil {
 		defer eng.Close()
 		if err := dockerWatch(mgr, o, eng, hostHints); err != nil {
@@ -204,3 +210,5 @@ func orOff(addr string) string {
 }
 
 func durationPtr(d time.Duration) *time.Duration { return &d }
+
+func ptr[T any](v T) *T { return &v }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -149,6 +151,31 @@ func limitsOf(w *wallsv1.AddonWall, dataDir string) Limits {
 	return l
 }
 
+// ensureDataFolder makes <dataDir>/<id> (0700) when it is missing. What is
+// there is looked at first: a symlink or a file there fails the add-on,
+// since writing below it could land anywhere.
+func ensureDataFolder(dataDir, id string) error {
+	dir := filepath.Join(dataDir, id)
+	fi, err := os.Lstat(dir)
+	switch {
+	case err == nil && fi.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("its data folder %s is a symlink; move it away (a data folder must be a real folder)", dir)
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("its data folder %s is not a folder; move it away", dir)
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("looking at its data folder %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return fmt.Errorf("making Crow's data folder %s: %w", dataDir, err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("making its data folder %s: %w", dir, err)
+	}
+	return nil
+}
+
 // walledLaunch starts a child inside its wall. It never falls back.
 type walledLaunch struct {
 	p      *WallPreparer
@@ -181,6 +208,9 @@ func (l *walledLaunch) build(ctx context.Context) (*plan.Plan, []byte, error) {
 	for _, k := range entry.Env.Keys() {
 		v, _ := entry.Env.Get(k)
 		own = append(own, plan.EnvVar{Name: k, Value: v, OwnerTyped: true})
+	}
+	if err := ensureDataFolder(p.Paths.DataDir, l.w.Name); err != nil {
+		return nil, nil, fail(wallsv1.ReasonPlanFailed, "%w", err)
 	}
 	hasTable := seccomp.HasTable(runtime.GOARCH)
 	req := planfacts.Request{
