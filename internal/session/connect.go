@@ -70,16 +70,12 @@ func (m *Manager) connect(ctx context.Context, c *net.UnixConn, id string) {
 	m.begin(id, started)
 	if err := writeLine(c, Reply{OK: true}); err != nil {
 		p.Kill()
-		code, _ := p.Wait()
-		m.end(id, started, true, ending{exit: code, message: "the connection ended"})
+		m.end(id, started, true, ending{exit: p.Wait().Code, message: "the connection ended"})
 		return
 	}
 
-	exited := make(chan int, 1)
-	go func() {
-		code, _ := p.Wait()
-		exited <- code
-	}()
+	exited := make(chan Exit, 1)
+	go func() { exited <- p.Wait() }()
 	gone := make(chan struct{})
 	go func() {
 		var b [1]byte
@@ -104,19 +100,16 @@ func (m *Manager) connect(ctx context.Context, c *net.UnixConn, id string) {
 	select {
 	case <-gone:
 		p.Kill()
-		e = ending{exit: <-exited, message: "the connection ended"}
-	case code := <-exited:
-		e = ending{exit: code, reason: wallsv1.ReasonStopped, message: fmt.Sprintf("it exited with code %d", code)}
-		if l.Walled() && time.Since(started) < startWindow {
-			e.reason, e.message = wallsv1.ReasonWallFailed, fmt.Sprintf("it exited with code %d right after starting inside its wall", code)
-		}
+		e = ending{exit: (<-exited).Code, message: "the connection ended"}
+	case x := <-exited:
+		e = classify(l.Walled(), time.Since(started), x)
 	case v := <-verdict:
 		p.Kill()
-		v.exit = <-exited
+		v.exit = (<-exited).Code
 		e = v
 	case <-ctx.Done():
 		p.Kill()
-		e = ending{exit: <-exited, message: "the controller is stopping"}
+		e = ending{exit: (<-exited).Code, message: "the controller is stopping"}
 	}
 	m.end(id, started, true, e)
 	if e.reason != "" {
@@ -124,6 +117,28 @@ func (m *Manager) connect(ctx context.Context, c *net.UnixConn, id string) {
 		return
 	}
 	_ = writeLine(c, Reply{OK: true, Exit: e.exit})
+}
+
+// classify says how a child that ended by itself, while its connection was
+// open, ended. An MCP server ends its session with exit code 0 when its
+// client closes stdin; anything else is the child going away.
+func classify(walled bool, ran time.Duration, x Exit) ending {
+	e := ending{exit: x.Code}
+	how := fmt.Sprintf("it exited with code %d", x.Code)
+	if x.Signal != "" {
+		how = "it was ended by " + x.Signal
+	}
+	switch {
+	case x.SetupFailed:
+		e.reason, e.message = wallsv1.ReasonWallFailed, "its wall could not be set up: "+x.Message
+	case x.Code == 0 && x.Signal == "":
+		e.message = "it ended its session"
+	case walled && ran < startWindow:
+		e.reason, e.message = wallsv1.ReasonWallFailed, how+" right after starting inside its wall"
+	default:
+		e.reason, e.message = wallsv1.ReasonStopped, how
+	}
+	return e
 }
 
 func failureReply(reason, message string) Reply {

@@ -35,10 +35,21 @@ type Launch interface {
 type Process interface {
 	// Pid is the add-on's own process, which attestation reads.
 	Pid() int
-	// Wait waits for the child and returns its exit code.
-	Wait() (int, error)
+	// Wait waits for the child and says how it ended.
+	Wait() Exit
 	// Kill ends the child and everything it started.
 	Kill()
+}
+
+// Exit is how a child ended.
+type Exit struct {
+	Code int
+	// Signal names the signal that ended it, if one did.
+	Signal string
+	// SetupFailed is true when the wall failed before the add-on ran;
+	// Message then says why (bubblewrap's own words).
+	SetupFailed bool
+	Message     string
 }
 
 // Preparer builds the Launch for an admitted add-on.

@@ -307,12 +307,14 @@ func (b *bwrapProcess) Pid() int {
 	return b.c.Pid()
 }
 
-func (b *bwrapProcess) Wait() (int, error) {
+func (b *bwrapProcess) Wait() Exit {
 	e, err := b.c.Wait()
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return e.Code, err
+	x := Exit{Code: e.Code, Signal: e.Signal, SetupFailed: e.SetupFailed, Message: e.Message}
+	if err != nil && x.Code == 0 && x.Signal == "" {
+		// An error with no exit status is not a clean end.
+		x.Code = -1
 	}
-	return e.Code, nil
+	return x
 }
 
 func (b *bwrapProcess) Kill() { _ = b.c.Kill() }
