@@ -159,35 +159,60 @@ var errTooLarge = errors.New("file too large")
 // errUnsettled says a file is still being written; the caller tries again.
 var errUnsettled = errors.New("file is still being written")
 
-// readSettled reads a file that someone else may be writing. Editors and
+// readResult is one file's outcome in readSettled: its settled content,
+// or os.ErrNotExist, errUnsettled or another error.
+type readResult struct {
+	data []byte
+	err  error
+}
+
+// readSettled reads files that someone else may be writing. Editors and
 // shell redirection truncate and then write, and a half-written YAML file
-// often still parses, so one read is not enough: the file must have no
+// often still parses, so one read is not enough: a file must have no
 // writer (no open write descriptor, where the kernel can tell) and two
-// reads gap apart must agree byte for byte.
-func readSettled(path string, gap time.Duration) ([]byte, error) {
-	if open, err := openForWriting(path); err != nil {
-		return nil, err
-	} else if open {
-		return nil, errUnsettled
+// reads gap apart must agree byte for byte. known, if set, short-cuts a
+// file whose first read is content the caller already has (the store's
+// own write coming back): no second read, no wait. The gap is slept once
+// for the whole batch, so a thousand files cost one gap, not a thousand.
+func readSettled(paths []string, gap time.Duration, known func(path string, data []byte) bool) map[string]readResult {
+	out := make(map[string]readResult, len(paths))
+	first := map[string][]byte{}
+	for _, p := range paths {
+		data, err := readIfNoWriter(p)
+		switch {
+		case err != nil:
+			out[p] = readResult{err: err}
+		case known != nil && known(p, data):
+			out[p] = readResult{data: data}
+		default:
+			first[p] = data
+		}
 	}
-	first, err := readFileLimited(path)
-	if err != nil {
-		return nil, err
+	if len(first) == 0 {
+		return out
 	}
 	time.Sleep(gap)
+	for p, data := range first {
+		again, err := readIfNoWriter(p)
+		switch {
+		case err != nil:
+			out[p] = readResult{err: err}
+		case !bytes.Equal(data, again):
+			out[p] = readResult{err: errUnsettled}
+		default:
+			out[p] = readResult{data: again}
+		}
+	}
+	return out
+}
+
+func readIfNoWriter(path string) ([]byte, error) {
 	if open, err := openForWriting(path); err != nil {
 		return nil, err
 	} else if open {
 		return nil, errUnsettled
 	}
-	second, err := readFileLimited(path)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(first, second) {
-		return nil, errUnsettled
-	}
-	return second, nil
+	return readFileLimited(path)
 }
 
 // isStaleTemp says whether a file name is one of the store's own temp

@@ -204,15 +204,15 @@ func (fw *fileWatcher) rescan() {
 	}
 }
 
-// checkLoop runs due checks one at a time, so two checks of one file
-// never race.
+// checkLoop runs due checks, a batch at a time, so two checks of one
+// file never race and a burst of edits costs one settle wait.
 func (fw *fileWatcher) checkLoop() {
 	defer fw.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		path, first, wait := fw.next()
-		if path == "" {
+		due, wait := fw.due()
+		if len(due) == 0 {
 			if !timer.Stop() {
 				select {
 				case <-timer.C:
@@ -228,43 +228,41 @@ func (fw *fileWatcher) checkLoop() {
 			}
 			continue
 		}
-		if retry := fw.s.checkPath(path, first); retry {
-			if first.IsZero() {
-				first = time.Now()
-			}
-			fw.mu.Lock()
+		retry := fw.s.checkPaths(due)
+		fw.mu.Lock()
+		for path, first := range retry {
 			p := fw.pending[path]
 			if p == nil {
 				p = &pendingCheck{due: time.Now().Add(unsettledRetry)}
 				fw.pending[path] = p
 			}
 			p.first = first
-			fw.mu.Unlock()
 		}
+		fw.mu.Unlock()
 	}
 }
 
-// next pops the earliest due check, or says how long to wait for one.
-func (fw *fileWatcher) next() (string, time.Time, time.Duration) {
+// due pops every check that is due, or says how long until the next.
+func (fw *fileWatcher) due() (map[string]time.Time, time.Duration) {
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
 	now := time.Now()
-	var best string
-	var bestDue time.Time
+	wait := time.Hour
+	var out map[string]time.Time
 	for p, pc := range fw.pending {
-		if best == "" || pc.due.Before(bestDue) {
-			best, bestDue = p, pc.due
+		if pc.due.After(now) {
+			if d := pc.due.Sub(now); d < wait {
+				wait = d
+			}
+			continue
 		}
+		if out == nil {
+			out = map[string]time.Time{}
+		}
+		out[p] = pc.first
+		delete(fw.pending, p)
 	}
-	if best == "" {
-		return "", time.Time{}, time.Hour
-	}
-	if bestDue.After(now) {
-		return "", time.Time{}, bestDue.Sub(now)
-	}
-	first := fw.pending[best].first
-	delete(fw.pending, best)
-	return best, first, 0
+	return out, wait
 }
 
 // scheduleCheck asks the file watcher (if any) to look at path soon: the

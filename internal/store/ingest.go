@@ -23,24 +23,51 @@ import (
 // or validate is reported (log, Event, Problems) and the last good
 // version keeps serving.
 
-// checkPath looks at one file and says whether to look again later
-// (it is still being written).
-func (s *Store) checkPath(path string, firstUnsettled time.Time) (retry bool) {
-	data, err := readSettled(path, s.opts.settle/2)
-	switch {
-	case err == nil:
-		s.ingest(path, data, true)
-	case errors.Is(err, os.ErrNotExist):
-		s.ingest(path, nil, false)
-	case errors.Is(err, errUnsettled):
-		if !firstUnsettled.IsZero() && time.Since(firstUnsettled) > stuckAfter {
-			s.reportFileProblem(path, "", 0, fmt.Sprintf("the file has been open for writing for over %s; the store reads it once the writer closes it", stuckAfter), nil)
-		}
-		return true
-	default:
-		s.reportFileProblem(path, "", 0, err.Error(), nil)
+// checkPaths looks at files whose events came in (with when each was
+// first found still being written) and answers those to look at again
+// later.
+func (s *Store) checkPaths(paths map[string]time.Time) map[string]time.Time {
+	list := make([]string, 0, len(paths))
+	for p := range paths {
+		list = append(list, p)
 	}
-	return false
+	retry := map[string]time.Time{}
+	for path, r := range readSettled(list, s.opts.settle/2, s.knownContent) {
+		switch {
+		case r.err == nil:
+			s.ingest(path, r.data, true)
+		case errors.Is(r.err, os.ErrNotExist):
+			s.ingest(path, nil, false)
+		case errors.Is(r.err, errUnsettled):
+			first := paths[path]
+			if first.IsZero() {
+				first = time.Now()
+			} else if time.Since(first) > stuckAfter {
+				s.reportFileProblem(path, "", 0, fmt.Sprintf("the file has been open for writing for over %s; the store reads it once the writer closes it", stuckAfter), nil)
+			}
+			retry[path] = first
+		default:
+			s.reportFileProblem(path, "", 0, r.err.Error(), nil)
+		}
+	}
+	return retry
+}
+
+// knownContent says whether data is what the store already has for path:
+// its own last write, or content it already refused.
+func (s *Store) knownContent(path string, data []byte) bool {
+	h := hashOf(data)
+	if p, ok := s.problem(path); ok && p.hash == h {
+		return true
+	}
+	ref, ok := s.parsePath(path)
+	if !ok || ref.kind == nil || ref.misplaced != "" {
+		return false
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	e := s.lookup(ref.kind, ref.key)
+	return e != nil && !e.fileGone && e.fileHash == h
 }
 
 // fileRef is where a file sits in the store: its kind and key, or why it

@@ -32,28 +32,28 @@ func (s *Store) loadAll() error {
 			}
 		}
 	}
+	var paths []string
 	for _, k := range s.kinds {
-		paths, err := s.objectFiles(k)
+		kp, err := s.objectFiles(k)
 		if err != nil {
 			return err
 		}
-		for _, path := range paths {
-			data, err := s.readAtLoad(path)
-			if err != nil {
-				if errors.Is(err, errUnsettled) && s.files != nil {
-					s.files.schedule(path, s.opts.settle)
-					continue
-				}
-				if errors.Is(err, os.ErrNotExist) {
-					continue
-				}
-				s.reportFileProblem(path, "", 0, err.Error(), nil)
-				continue
-			}
-			e, rvOK := s.loadFile(path, data)
-			if e != nil {
+		paths = append(paths, kp...)
+	}
+	sort.Strings(paths)
+	results := s.readAtLoad(paths)
+	for _, path := range paths {
+		r := results[path]
+		switch {
+		case r.err == nil:
+			if e, rvOK := s.loadFile(path, r.data); e != nil {
 				all = append(all, loaded{e, rvOK})
 			}
+		case errors.Is(r.err, errUnsettled) && s.files != nil:
+			s.files.schedule(path, s.opts.settle)
+		case errors.Is(r.err, os.ErrNotExist):
+		default:
+			s.reportFileProblem(path, "", 0, r.err.Error(), nil)
 		}
 	}
 
@@ -126,16 +126,26 @@ func (s *Store) objectFiles(k *kindInfo) ([]string, error) {
 	return out, err
 }
 
-// readAtLoad reads a file that may be mid-write, waiting briefly for it
-// to settle when there is no file watch to come back to it.
-func (s *Store) readAtLoad(path string) ([]byte, error) {
-	for i := 0; ; i++ {
-		data, err := readSettled(path, s.opts.settle/2)
-		if !errors.Is(err, errUnsettled) || s.files != nil || i >= 40 {
-			return data, err
+// readAtLoad reads files that may be mid-write. Without a file watch to
+// come back to them, it waits a little for unsettled ones.
+func (s *Store) readAtLoad(paths []string) map[string]readResult {
+	out := readSettled(paths, s.opts.settle/2, nil)
+	for i := 0; i < 40 && s.files == nil; i++ {
+		var again []string
+		for p, r := range out {
+			if errors.Is(r.err, errUnsettled) {
+				again = append(again, p)
+			}
+		}
+		if len(again) == 0 {
+			break
 		}
 		time.Sleep(unsettledRetry)
+		for p, r := range readSettled(again, s.opts.settle/2, nil) {
+			out[p] = r
+		}
 	}
+	return out
 }
 
 // loadFile admits one file at Open. rvOK says its resourceVersion can be

@@ -139,7 +139,6 @@ var errReadOnly = errors.New("the store was opened read-only")
 // everything.
 func Open(dir string, scheme *runtime.Scheme, opts ...Option) (*Store, error) {
 	o := options{
-		log:            ctrllog.Log.WithName("store"),
 		watchFiles:     true,
 		maxEventsPerNS: 200,
 		historySize:    10000,
@@ -148,6 +147,9 @@ func Open(dir string, scheme *runtime.Scheme, opts ...Option) (*Store, error) {
 	}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.log.GetSink() == nil {
+		o.log = ctrllog.Log.WithName("store")
 	}
 	if scheme == nil {
 		return nil, errors.New("open store: scheme is nil")
