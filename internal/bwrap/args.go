@@ -234,7 +234,9 @@ func WalledArgs(p *plan.Plan) (*ArgList, error) {
 	if p.Seccomp {
 		opts = append(opts, WithSeccomp())
 	}
-	opts = append(opts, WithCommand(p.Command, p.Args))
+	// With an entry, the wall runs the entry, which starts the add-on.
+	argv := p.Argv()
+	opts = append(opts, WithCommand(argv[0], argv[1:]))
 	return Build(opts...)
 }
 

@@ -54,6 +54,7 @@ func Build(in Input) (*Plan, error) {
 		b.stateDirs,
 		b.crowDB,
 		b.command,
+		b.entry,
 		b.ownEnvFile,
 		b.scanMasks,
 		b.neverBindMasks,
@@ -577,19 +578,8 @@ func (b *builder) command() error {
 	if err := b.refuseSource(f.Real, false); err != nil {
 		return fmt.Errorf("command: %w", err)
 	}
-	if len(c.Chain) == 0 || c.Chain[0].Path != "/" {
-		return fmt.Errorf("command %s: the facts of its folders are missing", f.Real)
-	}
-	for _, link := range append(append([]PathFacts{}, c.Chain...), f) {
-		if link.Kind == KindSymlink && link.Path != f.Path {
-			return fmt.Errorf("command %s: folder %s is a symlink", f.Real, link.Path)
-		}
-		if link.UID != 0 && link.UID != b.in.UID {
-			return fmt.Errorf("command %s: %s belongs to uid %d, who could rewrite it", f.Real, link.Real, link.UID)
-		}
-		if link.Mode&0o022 != 0 {
-			return fmt.Errorf("command %s: %s is writable by its group or by everyone (mode %o)", f.Real, link.Real, link.Mode&0o7777)
-		}
+	if err := trustedChain("command", f, c.Chain, b.in.UID); err != nil {
+		return err
 	}
 	b.add(Mount{Kind: RoBindFd, Source: f.Real, Dest: f.Real, Anchor: "/", Expect: f.ID, ExpectKind: KindFile, Why: "the command, outside the code trees"})
 	return nil

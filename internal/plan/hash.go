@@ -14,8 +14,22 @@ const hashVersion = 1
 // Hash is a stable digest of the plan for status (planHash). It covers the
 // namespaces, the mounts, the command and the names of the child's
 // variables; it leaves out their values, which can be secrets, so a changed
-// value alone does not change the hash.
+// value alone does not change the hash. The relay's socket folder is made
+// afresh for every spawn, so its path and inode are left out too.
 func (p *Plan) Hash() string {
+	if p.Entry != nil {
+		c := *p
+		e := *p.Entry
+		e.RelayDir = ""
+		c.Entry = &e
+		c.Mounts = append([]Mount(nil), p.Mounts...)
+		for i := range c.Mounts {
+			if c.Mounts[i].Dest == RelayDirPath {
+				c.Mounts[i].Source, c.Mounts[i].Expect = "", FileID{}
+			}
+		}
+		p = &c
+	}
 	names := make([]string, 0, len(p.Env))
 	for k := range p.Env {
 		names = append(names, k)

@@ -213,6 +213,9 @@ type Input struct {
 	Seccomp bool
 	// ProxyPort is the in-namespace CONNECT proxy's port; 0 means 39080.
 	ProxyPort int
+	// Entry is the in-namespace entry, which gives the wall its way out.
+	// nil builds a wall with no way out at all.
+	Entry *EntryInput
 }
 
 // MountKind is one kind of step in the wall's mount list.
@@ -327,4 +330,6 @@ type Plan struct {
 	// DroppedEnv names variables of the add-on's own entry the wall
 	// overrode or refused to pass (names only, never values).
 	DroppedEnv []string `json:"droppedEnv,omitempty"`
+	// Entry, when set, is what the wall runs first (see Argv).
+	Entry *EntryPlan `json:"entry,omitempty"`
 }

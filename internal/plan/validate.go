@@ -10,8 +10,9 @@ import (
 // it: every namespace unshared; every writable host bind by fd; path binds
 // only from system folders; no host bind from, or showing, a never-bind path
 // outside the add-on's own folders; no secrets file bound but the add-on's
-// own .env; nothing that cannot travel through bubblewrap's --args (NUL).
-// bwrap.Start calls it again before spawning.
+// own .env; nothing that cannot travel through bubblewrap's --args (NUL);
+// nothing in EntryDir but the entry, its config and the relay's folder,
+// each once. bwrap.Start calls it again before spawning.
 func (p *Plan) Validate() error {
 	if p == nil {
 		return fmt.Errorf("no plan")
@@ -35,6 +36,9 @@ func (p *Plan) Validate() error {
 		}
 	}
 	if err := p.validateEnv(); err != nil {
+		return err
+	}
+	if err := p.validateEntry(); err != nil {
 		return err
 	}
 	if !cleanAbs(p.Chdir) {
@@ -96,6 +100,9 @@ func (p *Plan) validateEnv() error {
 func (p *Plan) validateMount(i int, m Mount) error {
 	if !cleanAbs(m.Dest) {
 		return fmt.Errorf("destination is not a clean absolute path")
+	}
+	if ok, err := p.validateEntryMount(m); ok {
+		return err
 	}
 	switch m.Kind {
 	case RoBind:

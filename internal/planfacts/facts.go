@@ -166,8 +166,19 @@ type Request struct {
 	ControllerPaths []string
 	Seccomp         bool
 	ProxyPort       int
+	// Entry, when set, is the in-namespace entry of this spawn.
+	Entry *EntryRequest
 	// Limits bound every scan; zero means DefaultLimits.
 	Limits Limits
+}
+
+// EntryRequest names the in-namespace entry: the addonwall binary (at its
+// real path), its arguments and config, and the spawn's relay folder.
+type EntryRequest struct {
+	Binary   string
+	Args     []string
+	Config   []byte
+	RelayDir string
 }
 
 // Gather reads every fact the plan needs for one spawn. Trees are scanned
@@ -214,6 +225,14 @@ func Gather(ctx context.Context, req Request) (plan.Input, error) {
 		if !plan.IsSystemPath(in.Runtime.Real) {
 			g.scanDir(in.Runtime)
 		}
+	}
+	if e := req.Entry; e != nil {
+		in.Entry = &plan.EntryInput{Args: e.Args, Config: e.Config}
+		in.Entry.Binary = g.describe(e.Binary)
+		if g.err == nil && in.Entry.Binary.Real != "" {
+			in.Entry.Chain, g.err = Chain(in.Entry.Binary.Real)
+		}
+		in.Entry.RelayDir = g.describe(e.RelayDir)
 	}
 	if g.err == nil {
 		in.System, g.err = System()
