@@ -1,0 +1,427 @@
+// Package listener is the listener-owner check: before the relay splices
+// a wall's connection to a loopback (or own) address, it finds who listens
+// there — from /proc/net/tcp{,6}, /proc/*/fd and, for root's sockets, the
+// ports Docker's containers publish — and refuses unless the listener is
+// this add-on's own service. Every error is a refusal.
+package listener
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/addonwall/addonwall/internal/dockerwatch"
+)
+
+// Reason is the stable, CamelCase word a refusal carries (for a 403, for
+// counting, for logs).
+type Reason string
+
+// Refusal reasons.
+const (
+	// ReasonNoListener: nothing listens on the address and port.
+	ReasonNoListener Reason = "NoListener"
+	// ReasonWallProcess: the socket is held by the wall's own machinery
+	// (the controller and its relay, bwrap, the in-namespace entry).
+	ReasonWallProcess Reason = "WallProcess"
+	// ReasonGatewayProcess: the socket is held by a Crow gateway or
+	// satellite, of this or any other checkout.
+	ReasonGatewayProcess Reason = "GatewayProcess"
+	// ReasonOrphanSocket: no process that can be seen holds the socket.
+	ReasonOrphanSocket Reason = "OrphanSocket"
+	// ReasonUnderCrowTree: a process holding it runs from, in or with
+	// arguments under this Crow's checkout or home.
+	ReasonUnderCrowTree Reason = "UnderCrowTree"
+	// ReasonDefaultToUserProcess: a manifest default (not an address the
+	// owner typed) would reach a process of the controller's user.
+	ReasonDefaultToUserProcess Reason = "DefaultToUserProcess"
+	// ReasonNotAContainerPort: a root-owned socket on a port no running
+	// container publishes (a root daemon).
+	ReasonNotAContainerPort Reason = "NotAContainerPort"
+	// ReasonUnlabelledContainer: the container publishing the port has no
+	// compose project label.
+	ReasonUnlabelledContainer Reason = "UnlabelledContainer"
+	// ReasonNotInstalled: the container's compose project is no add-on
+	// this Crow has installed.
+	ReasonNotInstalled Reason = "NotInstalled"
+	// ReasonOtherProject: the container belongs to another add-on's
+	// compose project (or its labels disagree about which).
+	ReasonOtherProject Reason = "OtherProject"
+	// ReasonOtherUser: the socket belongs to a user that is neither the
+	// controller's nor root (a reverse proxy, another account).
+	ReasonOtherUser Reason = "OtherUser"
+	// ReasonCheckFailed: the facts could not be read; never a pass.
+	ReasonCheckFailed Reason = "CheckFailed"
+)
+
+// Refusal is the error Check returns. Detail names pids, container ids and
+// which fact matched, never argv text (which can hold secrets).
+type Refusal struct {
+	Reason Reason
+	Addr   netip.AddrPort
+	Detail string
+	// Err is the cause of a CheckFailed refusal.
+	Err error
+}
+
+func (r *Refusal) Error() string {
+	s := fmt.Sprintf("the listener on %s is refused (%s)", r.Addr, r.Reason)
+	if r.Detail != "" {
+		s += ": " + r.Detail
+	}
+	if r.Err != nil {
+		s += ": " + r.Err.Error()
+	}
+	return s
+}
+
+func (r *Refusal) Unwrap() error { return r.Err }
+
+// ReasonOf returns the reason of a refusal from Check: "" for nil, and
+// CheckFailed for any error that is not a *Refusal.
+func ReasonOf(err error) Reason {
+	if err == nil {
+		return ""
+	}
+	var r *Refusal
+	if errors.As(err, &r) {
+		return r.Reason
+	}
+	return ReasonCheckFailed
+}
+
+// Containers lists the host ports running containers publish;
+// *dockerwatch.Engine is one.
+type Containers interface {
+	PublishedPorts(ctx context.Context) ([]dockerwatch.Published, error)
+}
+
+// DefaultTTL is how long an answer is kept for one address while the same
+// sockets listen there.
+const DefaultTTL = time.Second
+
+// Config configures the check for one walled add-on.
+type Config struct {
+	// AddonID is the add-on whose wall is connecting. Required.
+	AddonID string
+	// Installed holds the add-ons this Crow has installed or has an
+	// mcp-addons.json entry for. AddonID counts as installed whether or
+	// not it is listed.
+	Installed map[string]bool
+	// Checkout and Home are this Crow's checkout and home. Both are
+	// required and absolute; they are compared as given and at their real
+	// paths. Neither may be "/".
+	Checkout, Home string
+	// UID is the controller's (and Crow's) user. If nil, os.Geteuid().
+	// With UID 0 (a root gateway) a root-owned socket must pass both the
+	// process rules and the container rules.
+	UID *uint32
+	// IsCrowProcess recognizes a Crow gateway or satellite. If nil,
+	// IsCrowProcess (the package function) is used.
+	IsCrowProcess func(Process) bool
+	// IsWallProcess recognizes the wall's own processes (bwrap, the
+	// in-namespace entry). If nil, none beyond the built-in ones: the
+	// controller's own pid, any process running the controller's own
+	// executable, and any process whose executable is named bwrap.
+	IsWallProcess func(Process) bool
+	// Docker lists published ports. If nil, no container publishes
+	// anything, so every root-owned socket is refused.
+	Docker Containers
+	// TTL is how long an answer is reused while the same sockets listen
+	// on the address. Zero means DefaultTTL; negative disables the cache.
+	TTL time.Duration
+	// ProcRoot is where proc is mounted. If empty, /proc. Tests point it
+	// at a folder to cause faults /proc never shows (malformed tables).
+	ProcRoot string
+}
+
+// Checker is the listener-owner check for one walled add-on. Use New; its
+// Check method is an egress.ListenerCheck. It is safe for concurrent use.
+type Checker struct {
+	cfg     Config
+	uid     uint32
+	selfPID int
+	selfExe string
+
+	// sem lets one check gather facts at a time, so a wall that opens
+	// many connections at once costs one walk of /proc, not many.
+	sem   chan struct{}
+	mu    sync.Mutex
+	cache map[cacheKey]cacheEntry
+}
+
+type cacheKey struct {
+	addr       netip.AddrPort
+	ownerTyped bool
+}
+
+type cacheEntry struct {
+	at    time.Time
+	socks []Socket
+	err   error
+}
+
+// maxCacheEntries bounds the cache; past it, expired entries are dropped
+// and, if that is not enough, all of them.
+const maxCacheEntries = 256
+
+// New validates cfg and returns the check.
+func New(cfg Config) (*Checker, error) {
+	if cfg.AddonID == "" {
+		return nil, errors.New("listener check: the add-on id is empty (no check can be made; the wall reaches no loopback listener)")
+	}
+	for _, p := range []struct{ name, path string }{{"checkout", cfg.Checkout}, {"home", cfg.Home}} {
+		if !filepath.IsAbs(p.path) || filepath.Clean(p.path) == "/" {
+			return nil, fmt.Errorf("listener check: this Crow's %s %q must be an absolute path other than /", p.name, p.path)
+		}
+	}
+	c := &Checker{cfg: cfg, selfPID: os.Getpid(), sem: make(chan struct{}, 1), cache: map[cacheKey]cacheEntry{}}
+	if cfg.UID != nil {
+		c.uid = *cfg.UID
+	} else {
+		c.uid = uint32(os.Geteuid())
+	}
+	if c.cfg.ProcRoot == "" {
+		c.cfg.ProcRoot = "/proc"
+	}
+	if c.cfg.IsCrowProcess == nil {
+		c.cfg.IsCrowProcess = IsCrowProcess
+	}
+	if c.cfg.TTL == 0 {
+		c.cfg.TTL = DefaultTTL
+	}
+	if exe, err := os.Executable(); err == nil {
+		if r, err := filepath.EvalSymlinks(exe); err == nil {
+			c.selfExe = r
+		}
+	}
+	return c, nil
+}
+
+// Check returns nil only when every listener on addr may be reached by
+// this add-on's wall; otherwise a *Refusal. ownerTyped says whether the
+// owner typed the address (a manifest default never reaches a process of
+// the controller's user). The listening sockets are read afresh on every
+// call; the rest of the answer is reused for the TTL only while the very
+// same sockets (by inode) listen there, so a port that changes hands is
+// judged again at once.
+func (c *Checker) Check(ctx context.Context, addr netip.AddrPort, ownerTyped bool) error {
+	if !addr.IsValid() || addr.Port() == 0 {
+		return c.refuse(addr, ReasonCheckFailed, "", fmt.Errorf("%q is not an address and port", addr))
+	}
+	if addr.Addr().Zone() != "" {
+		// A zone names a link; a listener check judges a host address.
+		return c.refuse(addr, ReasonCheckFailed, "", fmt.Errorf("%s carries an IPv6 zone", addr))
+	}
+	all, err := readListeners(c.cfg.ProcRoot)
+	if err != nil {
+		return c.refuse(addr, ReasonCheckFailed, "", err)
+	}
+	socks := matching(all, addr)
+	if len(socks) == 0 {
+		return c.refuse(addr, ReasonNoListener, "nothing listens there", nil)
+	}
+	key := cacheKey{addr, ownerTyped}
+	if err, ok := c.cached(key, socks); ok {
+		return err
+	}
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return c.refuse(addr, ReasonCheckFailed, "", ctx.Err())
+	}
+	defer func() { <-c.sem }()
+	// Another check may have answered while this one waited.
+	if err, ok := c.cached(key, socks); ok {
+		return err
+	}
+	err = c.judge(ctx, addr, socks, ownerTyped)
+	if ReasonOf(err) != ReasonCheckFailed {
+		c.store(key, socks, err)
+	}
+	return err
+}
+
+func (c *Checker) cached(key cacheKey, socks []Socket) (error, bool) {
+	if c.cfg.TTL < 0 {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.cache[key]
+	if !ok || time.Since(e.at) >= c.cfg.TTL || !slices.Equal(e.socks, socks) {
+		return nil, false
+	}
+	return e.err, true
+}
+
+func (c *Checker) store(key cacheKey, socks []Socket, err error) {
+	if c.cfg.TTL < 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.cache) >= maxCacheEntries {
+		for k, e := range c.cache {
+			if time.Since(e.at) >= c.cfg.TTL {
+				delete(c.cache, k)
+			}
+		}
+		if len(c.cache) >= maxCacheEntries {
+			clear(c.cache)
+		}
+	}
+	c.cache[key] = cacheEntry{at: time.Now(), socks: socks, err: err}
+}
+
+func (c *Checker) refuse(addr netip.AddrPort, r Reason, detail string, err error) error {
+	return &Refusal{Reason: r, Addr: addr, Detail: detail, Err: err}
+}
+
+// judge applies the seed's steps 2–4 to every listener; the first refusal
+// is the answer.
+func (c *Checker) judge(ctx context.Context, addr netip.AddrPort, socks []Socket, ownerTyped bool) error {
+	trees, err := c.roots(c.cfg.Checkout, c.cfg.Home)
+	if err != nil {
+		return c.refuse(addr, ReasonCheckFailed, "", err)
+	}
+	byUID := map[uint32]map[uint64]bool{}
+	for _, s := range socks {
+		if s.UID != c.uid && s.UID != 0 {
+			return c.refuse(addr, ReasonOtherUser, fmt.Sprintf("the socket belongs to uid %d", s.UID), nil)
+		}
+		if s.Inode == 0 {
+			return c.refuse(addr, ReasonOrphanSocket, "the socket has no inode", nil)
+		}
+		if byUID[s.UID] == nil {
+			byUID[s.UID] = map[uint64]bool{}
+		}
+		byUID[s.UID][s.Inode] = true
+	}
+	// The controller's user: every process holding each socket.
+	if inodes := byUID[c.uid]; inodes != nil {
+		// A root socket under a root controller is judged as a
+		// container port as well (below); a manifest default may reach
+		// a container, so only the process refusals apply here.
+		needTyped := c.uid != 0
+		if err := c.judgeProcesses(ctx, addr, inodes, trees, ownerTyped || !needTyped); err != nil {
+			return err
+		}
+	}
+	if byUID[0] != nil {
+		if err := c.judgeRoot(ctx, addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Checker) judgeProcesses(ctx context.Context, addr netip.AddrPort, inodes map[uint64]bool, trees []string, ownerTyped bool) error {
+	held, blind, err := holders(ctx, c.cfg.ProcRoot, c.uid, inodes)
+	if err != nil {
+		return c.refuse(addr, ReasonCheckFailed, "", err)
+	}
+	// The processes that can be seen are judged first, so a refusal names
+	// the most telling fact; a process that cannot be seen refuses last.
+	for ino := range inodes {
+		pids := held[ino]
+		var seen int
+		for _, pid := range pids {
+			p, ok, err := readProcess(c.cfg.ProcRoot, pid)
+			if err != nil {
+				return c.refuse(addr, ReasonCheckFailed, "", err)
+			}
+			if !ok {
+				continue
+			}
+			seen++
+			if r, detail := c.judgeProcess(p, trees, ownerTyped); r != "" {
+				return c.refuse(addr, r, detail, nil)
+			}
+		}
+		if seen == 0 && len(blind) == 0 {
+			return c.refuse(addr, ReasonOrphanSocket, fmt.Sprintf("no process holds socket inode %d", ino), nil)
+		}
+	}
+	if len(blind) > 0 {
+		return c.refuse(addr, ReasonCheckFailed, fmt.Sprintf("the descriptors of %d process(es) of uid %d cannot be read (pid %d first), and any of them may hold the socket", len(blind), c.uid, blind[0]), nil)
+	}
+	return nil
+}
+
+// judgeProcess is the seed's step 2 for one process holding the socket.
+func (c *Checker) judgeProcess(p Process, trees []string, ownerTyped bool) (Reason, string) {
+	switch {
+	case p.PID == c.selfPID:
+		return ReasonWallProcess, fmt.Sprintf("pid %d is the controller itself", p.PID)
+	case c.selfExe != "" && p.Exe == c.selfExe:
+		return ReasonWallProcess, fmt.Sprintf("pid %d runs the controller's own executable", p.PID)
+	case filepath.Base(p.Exe) == "bwrap":
+		return ReasonWallProcess, fmt.Sprintf("pid %d is bubblewrap", p.PID)
+	case c.cfg.IsWallProcess != nil && c.cfg.IsWallProcess(p):
+		return ReasonWallProcess, fmt.Sprintf("pid %d is one of the wall's own processes", p.PID)
+	case c.cfg.IsCrowProcess(p):
+		return ReasonGatewayProcess, fmt.Sprintf("pid %d is a Crow gateway or satellite", p.PID)
+	}
+	if what := underTree(p, trees); what != "" {
+		return ReasonUnderCrowTree, fmt.Sprintf("the %s of pid %d lies under this Crow's checkout or home", what, p.PID)
+	}
+	if !ownerTyped {
+		return ReasonDefaultToUserProcess, fmt.Sprintf("pid %d is a process of uid %d and the address is only a manifest default", p.PID, c.uid)
+	}
+	return "", ""
+}
+
+// judgeRoot is the seed's step 3: the port must be published by a
+// container of this add-on's compose project (or the named exception).
+func (c *Checker) judgeRoot(ctx context.Context, addr netip.AddrPort) error {
+	if c.cfg.Docker == nil {
+		return c.refuse(addr, ReasonNotAContainerPort, "the socket is root's and no Docker engine is configured", nil)
+	}
+	pub, err := c.cfg.Docker.PublishedPorts(ctx)
+	if err != nil {
+		return c.refuse(addr, ReasonCheckFailed, "the socket is root's and Docker's published ports cannot be read", err)
+	}
+	bundles, err := c.roots(filepath.Join(c.cfg.Checkout, "bundles"))
+	if err != nil {
+		return c.refuse(addr, ReasonCheckFailed, "", err)
+	}
+	rules := containerRules{
+		addonID:   c.cfg.AddonID,
+		installed: func(id string) bool { return id == c.cfg.AddonID || c.cfg.Installed[id] },
+		bundles:   bundles,
+		resolve:   resolveExisting,
+	}
+	if r, detail := judgeContainers(pub, addr, rules); r != "" {
+		return c.refuse(addr, r, detail, nil)
+	}
+	return nil
+}
+
+// roots returns each path as given (cleaned) and at its real path. A path
+// that does not exist has only its given form; any other error fails.
+func (c *Checker) roots(paths ...string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		out = append(out, p)
+		r, err := filepath.EvalSymlinks(p)
+		switch {
+		case err == nil:
+			if r != p {
+				out = append(out, r)
+			}
+		case errors.Is(err, fs.ErrNotExist):
+		default:
+			return nil, fmt.Errorf("resolving %s: %w", p, err)
+		}
+	}
+	return out, nil
+}
