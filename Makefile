@@ -4,6 +4,8 @@
 # with `go tool`; nothing is downloaded as a binary.
 
 GO          ?= go
+# One static binary, and one build cache for the binary and the tests.
+export CGO_ENABLED = 0
 TOOLS       := $(GO) tool -modfile=hack/tools/go.mod
 BIN         ?= bin/addonwall
 # How long each fuzz target runs in `make test` (CI keeps it brief).
@@ -15,7 +17,7 @@ BENCHTIME   ?= 1x
 all: build
 
 build: ## Build the addonwall binary into bin/.
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) .
+	$(GO) build -o $(BIN) .
 
 generate: ## Regenerate deepcopy code from the api/ markers.
 	$(TOOLS) controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
@@ -56,8 +58,9 @@ verify: generate manifests ## Regenerate, format, vet, lint and test; fail on a 
 run: build ## Run the controller against the Crow home in $$CROW_HOME (default ~/.crow).
 	$(BIN) run
 
+DEMO_ARGS ?=
 demo: build ## Make a demo Crow home with real add-ons and run the controller on it.
-	hack/demo.sh
+	$(BIN) demo --dir $(CURDIR)/.cache/demo $(DEMO_ARGS)
 
 bench: build ## Benchmarks: walled against unwalled and peers, as ratios.
 	hack/bench.sh
