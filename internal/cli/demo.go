@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -163,13 +164,14 @@ func runDemo(ctx context.Context, out io.Writer, root string, keep, verbose bool
 	if err := describeWall(out, &b[0], evs, decide.LangEN); err != nil {
 		return err
 	}
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{demo.IDNotes: map[string]any{"command": self, "args": connect}}})
 	if !keep {
-		say("\nDone. Run it again with --keep to leave the controller running; then point an MCP client at:")
-		say("  {\"command\": %q, \"args\": %q}", self, connect)
+		say("\nDone. Run it again with --keep to leave the controller running; then give an MCP client this config:")
+		say("  %s", cfg)
 		return nil
 	}
 	say("\nThe controller keeps running (Ctrl-C to stop). An MCP client config for notes:")
-	say("  {\"command\": %q, \"args\": %q}", self, connect)
+	say("  %s", cfg)
 	select {
 	case <-ctx.Done():
 	case err := <-done:
