@@ -2,10 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"html"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -71,7 +74,7 @@ func describeWall(w io.Writer, a *wallsv1.AddonWall, evs []corev1.Event, lang de
 		return err
 	}
 	if f := s.Failure; f != nil {
-		fmt.Fprintf(w, "\nFix-it card (ref %s, since %s ago):\n  %s\n  %s\n", f.Ref, age(f.Since), decide.Word(f.Reason, lang), f.Message)
+		fmt.Fprintf(w, "\nFix-it card (ref %s, since %s ago):\n  %s\n  %s\n", f.Ref, age(f.Since), decide.Word(f.Reason, lang), shown(f.Message))
 		fmt.Fprintf(w, "  Run without the wall:  addonwall unwall --ref %s\n", f.Ref)
 	}
 	if p := a.Spec.InputProblem; p != nil {
@@ -98,7 +101,7 @@ func describeWall(w io.Writer, a *wallsv1.AddonWall, evs []corev1.Event, lang de
 	ctw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(ctw, "  TYPE\tSTATUS\tREASON\tAGE\tMESSAGE")
 	for _, c := range s.Conditions {
-		fmt.Fprintf(ctw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, age(c.LastTransitionTime), c.Message)
+		fmt.Fprintf(ctw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, age(c.LastTransitionTime), shown(c.Message))
 	}
 	if err := ctw.Flush(); err != nil {
 		return err
@@ -115,7 +118,21 @@ func describeWall(w io.Writer, a *wallsv1.AddonWall, evs []corev1.Event, lang de
 		if t.IsZero() {
 			t = e.CreationTimestamp
 		}
-		fmt.Fprintf(etw, "  %s\t%s\t%s\t%s\n", e.Type, e.Reason, age(t), e.Message)
+		fmt.Fprintf(etw, "  %s\t%s\t%s\t%s\n", e.Type, e.Reason, age(t), shown(e.Message))
 	}
 	return etw.Flush()
+}
+
+// shown makes a status message fit for a terminal. Messages hold outside
+// text made inert for every surface (control characters as visible
+// escapes, HTML specials as entities); a terminal shows the characters
+// themselves. A control or format character that still reaches here (a
+// hand-edited store file) is shown as U+FFFD, never sent to the terminal.
+func shown(msg string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return utf8.RuneError
+		}
+		return r
+	}, html.UnescapeString(msg))
 }
