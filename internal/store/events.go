@@ -46,11 +46,8 @@ func (es *eventSink) Create(ev *corev1.Event) (*corev1.Event, error) {
 		ev = ev.DeepCopy()
 		ev.Namespace = metav1.NamespaceDefault
 	}
-	out := &corev1.Event{}
-	if err := es.s.Client().Create(context.Background(), ev.DeepCopy()); err != nil {
-		return nil, err
-	}
-	if err := es.s.Client().Get(context.Background(), types.NamespacedName{Namespace: ev.Namespace, Name: ev.Name}, out); err != nil {
+	out := ev.DeepCopy()
+	if err := es.s.Client().Create(context.Background(), out); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -139,7 +140,7 @@ func removeFile(path string) error {
 // readFileLimited reads a whole object file, refusing one over maxFileSize.
 // A missing file returns (nil, os.ErrNotExist-wrapping error).
 func readFileLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +156,29 @@ func readFileLimited(path string) ([]byte, error) {
 }
 
 var errTooLarge = errors.New("file too large")
+
+// openRegular opens an object file for reading, refusing anything but a
+// regular file: a symlink could make the store read (and quote in its
+// reports) a file outside the store, and a FIFO would block the reader.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%s is a symbolic link; the store reads regular files only", path)
+		}
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file (%s); the store reads regular files only", path, st.Mode().Type())
+	}
+	return f, nil
+}
 
 // errUnsettled says a file is still being written; the caller tries again.
 var errUnsettled = errors.New("file is still being written")

@@ -214,6 +214,11 @@ func (s *Store) ingest(path string, data []byte, exists bool) {
 		s.reportFieldProblem(path, doc, errs, data)
 		return
 	}
+	if s.opts.readOnly {
+		s.ingestWhole(path, data, old)
+		return
+	}
+
 	var e *entry
 	if old == nil {
 		candidate := prepareCreate(k, obj, string(uuid.NewUUID()), s.now().UTC().Format(metav1RFC3339))
@@ -248,6 +253,37 @@ func (s *Store) ingest(path string, data []byte, exists bool) {
 		log.Info("refused file is valid again")
 	}
 	log.V(1).Info("hand edit applied", "kind", k.gvk.Kind, "namespace", key.namespace, "name", key.name, "resourceVersion", e.rv)
+}
+
+// ingestWhole takes a changed file as the object's whole state, status
+// and versions included, as Open does. A read-only view uses it: there the
+// writes come from the process that owns the store, not from a hand edit.
+func (s *Store) ingestWhole(path string, data []byte, old *entry) {
+	e, rvOK := s.loadFile(path, data)
+	if e == nil {
+		return
+	}
+	s.clearProblem(path)
+	if old != nil && sameIgnoringRV(old.obj, e.obj) {
+		old.fileHash, old.fileGone = e.fileHash, false
+		return
+	}
+	// Keep the writer's version when it moves forward; otherwise number
+	// it here, so the view's history stays in order.
+	if !rvOK || e.rv <= s.rv.current {
+		rv, err := s.rv.next()
+		if err != nil {
+			return
+		}
+		e.rv = rv
+		(&admitted{typed: e.typed, obj: e.obj}).setRV(rv)
+	}
+	s.rv.observe(e.rv)
+	typ := watch.Added
+	if old != nil {
+		typ = watch.Modified
+	}
+	s.commit(change{typ: typ, obj: e, prev: old})
 }
 
 func causesToErrors(causes []metav1.StatusCause) field.ErrorList {

@@ -4,7 +4,6 @@ package store
 
 import (
 	"errors"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,7 +15,7 @@ import (
 // the file's owner without CAP_LEASE, a file system without leases) it
 // answers false and readSettled relies on its two matching reads.
 func openForWriting(path string) (bool, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return false, err
 	}

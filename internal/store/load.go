@@ -110,7 +110,7 @@ func (s *Store) objectFiles(k *kindInfo) ([]string, error) {
 			}
 			return nil
 		}
-		if d.Type().IsRegular() && isObjectFileName(d.Name()) {
+		if isObjectFileName(d.Name()) {
 			out = append(out, p)
 		}
 		if isStaleTemp(d.Name()) && !s.opts.readOnly {

@@ -88,5 +88,8 @@ func (s *Store) patch(k *kindInfo, key objKey, pt types.PatchType, data []byte, 
 	if rv := metaString(in, "resourceVersion"); rv != "" && rv != formatRV(old.rv) {
 		return nil, staleConflict(k, key.name)
 	}
+	if err := checkUID(old, in); err != nil {
+		return nil, err
+	}
 	return s.replace(old, prepareUpdate(k, old.obj, in, scope == scopeStatus), scope, o, nil)
 }

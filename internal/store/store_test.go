@@ -533,6 +533,7 @@ func TestValidationMatchesTheCRD(t *testing.T) {
 	}
 	unknown := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(u.Object)}
 	unknown.SetName("unknown-field")
+	unknown.SetResourceVersion("")
 	unstructured.SetNestedField(unknown.Object, "http", "spec", "launcher", "transprt")
 	if err := c.Create(ctx, unknown); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.launcher.transprt") {
 		t.Errorf("unknown field: %v, want Invalid naming spec.launcher.transprt", err)
@@ -560,5 +561,66 @@ func TestValidationMatchesTheCRD(t *testing.T) {
 	dup.Status.Conditions = append(dup.Status.Conditions, good)
 	if err := c.Status().Update(ctx, dup); !apierrors.IsInvalid(err) {
 		t.Errorf("duplicate condition type: %v, want Invalid (listType=map)", err)
+	}
+}
+
+func TestReadOnlyViewFollowsTheWriter(t *testing.T) {
+	dir := t.TempDir()
+	writer := openStore(t, dir)
+	reader := openStore(t, dir, ReadOnly())
+	ctx := ctxT(t)
+	w := testWall("host1", "a")
+	if err := writer.Client().Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	w.Status.Mode = wallsv1.ModeWalled
+	if err := writer.Client().Status().Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	// The reader takes the writer's files whole, status included.
+	eventually(t, "the reader to see the status", func() bool {
+		var got wallsv1.AddonWall
+		return reader.Client().Get(ctx, client.ObjectKeyFromObject(w), &got) == nil && got.Status.Mode == wallsv1.ModeWalled
+	})
+	if err := writer.Client().Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the reader to see the delete", func() bool {
+		var got wallsv1.AddonWall
+		return apierrors.IsNotFound(reader.Client().Get(ctx, client.ObjectKeyFromObject(w), &got))
+	})
+	if len(reader.Problems()) != 0 || len(writer.Problems()) != 0 {
+		t.Fatalf("problems: %v %v", reader.Problems(), writer.Problems())
+	}
+}
+
+func TestCreateAndUpdatePreconditions(t *testing.T) {
+	s := openStore(t, "", WithoutFileWatch())
+	c := s.Client()
+	ctx := ctxT(t)
+	w := testWall("host1", "a")
+	w.ResourceVersion = "5"
+	if err := c.Create(ctx, w); !apierrors.IsBadRequest(err) {
+		t.Fatalf("create with a resourceVersion: %v, want BadRequest", err)
+	}
+	w.ResourceVersion = ""
+	if err := c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	// Deleted and created again: the old copy's UID no longer matches.
+	old := w.DeepCopy()
+	if err := c.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	again := testWall("host1", "a")
+	if err := c.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	old.ResourceVersion = again.ResourceVersion
+	if err := c.Update(ctx, old); !apierrors.IsConflict(err) {
+		t.Fatalf("update of a recreated object with the old UID: %v, want Conflict", err)
+	}
+	if err := c.Update(ctx, again); err != nil {
+		t.Fatalf("positive control: %v", err)
 	}
 }

@@ -46,6 +46,9 @@ func (s *Store) create(k *kindInfo, in map[string]any, o writeOpts) (*entry, err
 		name = prefix + rand.String(5)
 		m["name"] = name
 	}
+	if rv, _ := m["resourceVersion"].(string); rv != "" {
+		return nil, badRequest("resourceVersion should not be set on objects to be created")
+	}
 	ns, _ := m["namespace"].(string)
 	if k.namespaced && ns == "" {
 		return nil, invalidError(k, name, field.ErrorList{field.Required(field.NewPath("metadata", "namespace"), "")})
@@ -121,7 +124,21 @@ func (s *Store) update(k *kindInfo, in map[string]any, scope writeScope, o write
 	case rv != "" && rv != formatRV(old.rv):
 		return nil, staleConflict(k, key.name)
 	}
+	if err := checkUID(old, in); err != nil {
+		return nil, err
+	}
 	return s.replace(old, prepareUpdate(k, old.obj, in, scope == scopeStatus), scope, o, nil)
+}
+
+// checkUID refuses a write meant for an earlier object of the same name
+// (deleted and created again since), as the API server's UID
+// precondition does.
+func checkUID(old *entry, in map[string]any) error {
+	if uid := metaString(in, "uid"); uid != "" && uid != string(old.meta().GetUID()) {
+		return apierrors.NewConflict(old.kind.groupResource(), old.key.name,
+			fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", uid, old.meta().GetUID()))
+	}
+	return nil
 }
 
 // writable is the current entry of a key, if a write may replace it.
@@ -162,7 +179,7 @@ func (s *Store) replace(old *entry, candidate map[string]any, scope writeScope, 
 	}
 	if sameIgnoringRV(old.obj, adm.obj) {
 		if ingested != nil {
-			old.fileHash = *ingested
+			old.fileHash, old.fileGone = *ingested, false
 		}
 		return old, nil
 	}
@@ -181,7 +198,7 @@ func (s *Store) replace(old *entry, candidate map[string]any, scope writeScope, 
 		return nil, apierrors.NewInternalError(err)
 	}
 	adm.setRV(rv)
-	e := &entry{kind: k, key: old.key, rv: rv, obj: adm.obj, typed: adm.typed, fileGone: old.fileGone}
+	e := &entry{kind: k, key: old.key, rv: rv, obj: adm.obj, typed: adm.typed, fileGone: old.fileGone && ingested == nil}
 	switch {
 	case ingested != nil:
 		e.fileHash = *ingested
