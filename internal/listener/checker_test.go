@@ -326,3 +326,27 @@ func rootBlind(t testing.TB) int {
 	}
 	return blind[0]
 }
+
+// publishedOnly stands in for an engine whose userland proxy is off
+// (userland-proxy: false), which these tests cannot configure on the
+// shared engine: it reports a published port that has no listener.
+type publishedOnly struct{ port uint16 }
+
+func (p publishedOnly) PublishedPorts(context.Context) ([]dockerwatch.Published, error) {
+	return []dockerwatch.Published{{ContainerID: "feedfacecafe0000", Project: "alpha", HostIP: "127.0.0.1", HostPort: p.port, Protocol: "tcp"}}, nil
+}
+
+// LO-15: a port Docker forwards by NAT only has no listener to judge; it
+// is refused with its own reason (and an unpublished free port is plain
+// NoListener beside it).
+func TestPublishedWithoutListener(t *testing.T) {
+	c := newCrow(t)
+	port := freePort(t)
+	ch := c.checker(t, func(cfg *Config) { cfg.Docker = publishedOnly{port} })
+	expect(t, ch, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port), true, ReasonPublishedWithoutListener)
+	other := freePort(t)
+	for other == port {
+		other = freePort(t)
+	}
+	expect(t, ch, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), other), true, ReasonNoListener)
+}

@@ -28,6 +28,10 @@ type Reason string
 const (
 	// ReasonNoListener: nothing listens on the address and port.
 	ReasonNoListener Reason = "NoListener"
+	// ReasonPublishedWithoutListener: nothing listens, yet a container
+	// publishes the port: Docker forwards it by NAT alone (its userland
+	// proxy is off), so there is no socket whose owner can be judged.
+	ReasonPublishedWithoutListener Reason = "PublishedWithoutListener"
 	// ReasonWallProcess: the socket is held by the wall's own machinery
 	// (the controller and its relay, bwrap, the in-namespace entry).
 	ReasonWallProcess Reason = "WallProcess"
@@ -226,7 +230,7 @@ func (c *Checker) Check(ctx context.Context, addr netip.AddrPort, ownerTyped boo
 	}
 	socks := matching(all, addr)
 	if len(socks) == 0 {
-		return c.refuse(addr, ReasonNoListener, "nothing listens there", nil)
+		return c.noListener(ctx, addr)
 	}
 	key := cacheKey{addr, ownerTyped}
 	if err, ok := c.cached(key, socks); ok {
@@ -247,6 +251,28 @@ func (c *Checker) Check(ctx context.Context, addr netip.AddrPort, ownerTyped boo
 		c.store(key, socks, err)
 	}
 	return err
+}
+
+// noListener refuses an address nothing listens on, naming Docker's
+// NAT-only forwarding when a container publishes the port: the relay's
+// dial then reached the container with no listening socket to judge.
+func (c *Checker) noListener(ctx context.Context, addr netip.AddrPort) error {
+	if c.cfg.Docker != nil {
+		select {
+		case c.sem <- struct{}{}:
+			pub, err := c.cfg.Docker.PublishedPorts(ctx)
+			<-c.sem
+			if err == nil {
+				for _, p := range pub {
+					if publishes(p, addr) {
+						return c.refuse(addr, ReasonPublishedWithoutListener, fmt.Sprintf("container %s publishes the port but no socket listens (Docker's userland proxy is off); such ports are refused", shortID(p.ContainerID)), nil)
+					}
+				}
+			}
+		case <-ctx.Done():
+		}
+	}
+	return c.refuse(addr, ReasonNoListener, "nothing listens there", nil)
 }
 
 func (c *Checker) cached(key cacheKey, socks []Socket) (error, bool) {
