@@ -3,6 +3,7 @@ package doors
 import (
 	"crypto/sha256"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -92,3 +93,36 @@ func TestGrantNeedsOwnSet(t *testing.T) {
 }
 
 func sumOf(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
+
+// Spawns start and end while requests are checked.
+func TestRegistryConcurrent(t *testing.T) {
+	var r Registry
+	kiosk, _ := Core("kiosk")
+	live, _, _ := r.Grant("kiosk", kiosk)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 200 {
+				tok, revoke, err := r.Grant("kiosk", kiosk)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, ok := r.authorize("kiosk", EncodeToken(tok)); !ok {
+					t.Error("a live token was refused")
+				}
+				revoke()
+				if _, ok := r.authorize("kiosk", EncodeToken(tok)); ok {
+					t.Error("a revoked token was accepted")
+				}
+				if _, ok := r.authorize("kiosk", EncodeToken(live)); !ok {
+					t.Error("the long-lived token was refused")
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if r.Len() != 1 {
+		t.Fatalf("%d grants left, want 1", r.Len())
+	}
+}

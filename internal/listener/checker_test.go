@@ -2,10 +2,12 @@ package listener
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -349,4 +351,33 @@ func TestPublishedWithoutListener(t *testing.T) {
 		other = freePort(t)
 	}
 	expect(t, ch, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), other), true, ReasonNoListener)
+}
+
+// Many connections at once share one walk and all get the same answer.
+func TestConcurrentChecks(t *testing.T) {
+	needRoot(t)
+	c := newCrow(t)
+	plain := openDir(t, "svc")
+	ch := c.checker(t, func(cfg *Config) { cfg.TTL = 50 * time.Millisecond })
+	ok := start(t, "127.0.0.1:0", svcOpts{uid: nobody, dir: plain})
+	bad := start(t, "127.0.0.1:0", svcOpts{uid: nobody, dir: c.checkout})
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for i := range 32 {
+		wg.Go(func() {
+			for range 10 {
+				if r := ReasonOf(ch.Check(context.Background(), ok.Addr, true)); r != "" {
+					errs <- fmt.Sprintf("goroutine %d: the allowed service got %s", i, r)
+				}
+				if r := ReasonOf(ch.Check(context.Background(), bad.Addr, true)); r != ReasonUnderCrowTree {
+					errs <- fmt.Sprintf("goroutine %d: the checkout service got %q", i, r)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }
