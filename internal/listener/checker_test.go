@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/addonwall/addonwall/internal/dockerwatch"
+	"github.com/addonwall/addonwall/internal/egress"
 )
 
 // The tests play a non-root Crow: its user is nobody, services run as
@@ -381,3 +382,6 @@ func TestConcurrentChecks(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// The check plugs into the relay as is.
+var _ egress.ListenerCheck = (*Checker)(nil).Check

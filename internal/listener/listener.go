@@ -3,6 +3,17 @@
 // there — from /proc/net/tcp{,6}, /proc/*/fd and, for root's sockets, the
 // ports Docker's containers publish — and refuses unless the listener is
 // this add-on's own service. Every error is a refusal.
+//
+// What it cannot see, and so does not promise:
+//   - A same-user process is told from Crow's own by its argv, working
+//     folder and executable. Any process of that user can change all three
+//     (process.title, chdir after start, a copied binary), so a hostile
+//     process of Crow's own user is out of reach of this check (LO-07);
+//     the wall's own processes are known by pid and executable instead.
+//   - Paths are resolved in the controller's mount namespace, not the
+//     holder's; a thread that unshared its fd table is not walked.
+//   - A compose project label is believed as written (LO-11): whoever can
+//     label a container can run docker, which is root on this host.
 package listener
 
 import (

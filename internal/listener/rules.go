@@ -9,13 +9,13 @@ import (
 	"github.com/addonwall/addonwall/internal/dockerwatch"
 )
 
-// SharedProjects is the seed's one named exception to "only this add-on's
+// sharedProjects is the seed's one named exception to "only this add-on's
 // own compose project": add-on id → the other add-ons' compose projects
 // whose published ports it may reach. The table is ours; the seed names
 // only "the media add-on's local text-to-speech add-ons", and Crow's one
 // public local text-to-speech bundle is kokoro-tts (127.0.0.1:8880). A
 // project listed here still has to be an installed add-on.
-var SharedProjects = map[string][]string{
+var sharedProjects = map[string][]string{
 	"media": {"kokoro-tts"},
 }
 
@@ -168,7 +168,7 @@ func judgeContainer(p dockerwatch.Published, r containerRules) (Reason, string) 
 	if p.Project == r.addonID {
 		return "", ""
 	}
-	for _, other := range SharedProjects[r.addonID] {
+	for _, other := range sharedProjects[r.addonID] {
 		if p.Project == other {
 			return "", ""
 		}
