@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -18,17 +19,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/addonwall/addonwall/controllers"
 	"github.com/addonwall/addonwall/internal/decide"
 	"github.com/addonwall/addonwall/internal/dockerwatch"
+	"github.com/addonwall/addonwall/internal/fixit"
 	"github.com/addonwall/addonwall/internal/launcher"
 	"github.com/addonwall/addonwall/internal/owner"
-	"github.com/addonwall/addonwall/internal/fixit"
 	"github.com/addonwall/addonwall/internal/paths"
 	"github.com/addonwall/addonwall/internal/scheme"
+	"github.com/addonwall/addonwall/internal/session"
 	"github.com/addonwall/addonwall/internal/store"
 )
 
@@ -49,6 +52,10 @@ type Options struct {
 	BwrapPath string
 	// Ready, when set, is closed once the manager's caches have synced.
 	Ready chan<- struct{}
+	// WallPreparer, when set, is called with the session manager's
+	// preparer before anything runs: to name the entry binary, the
+	// listener-owner check, or (tests) the relays' resolver and dialer.
+	WallPreparer func(*session.WallPreparer)
 }
 
 // CheckLoopback refuses a bind address that is not on loopback: metrics
@@ -71,8 +78,12 @@ func CheckLoopback(flag, addr string) error {
 	return nil
 }
 
+// setLogger hands controller-runtime its process-wide logger once.
+var setLogger sync.Once
+
 // Run runs the controllers until ctx ends.
 func Run(ctx context.Context, o Options) error {
+	setLogger.Do(func() { ctrllog.SetLogger(o.Log) })
 	for flag, addr := range map[string]string{"metrics-bind-address": o.MetricsAddr, "health-probe-bind-address": o.HealthAddr} {
 		if err := CheckLoopback(flag, addr); err != nil {
 			return err
