@@ -16,6 +16,10 @@ import (
 // wall (the filter is applied just before the add-on's program runs).
 const attestWait = 3 * time.Second
 
+// clientGrace is how long a child's end waits to see whether its client
+// went away at the same time.
+const clientGrace = 50 * time.Millisecond
+
 // ending is how a session ended, as the reconciler and the client see it.
 type ending struct {
 	exit    int
@@ -103,6 +107,14 @@ func (m *Manager) connect(ctx context.Context, c *net.UnixConn, id string) {
 		e = ending{exit: (<-exited).Code, message: "the connection ended"}
 	case x := <-exited:
 		e = classify(l.Walled(), time.Since(started), x)
+		// A client that went away closes the child's stdin too, and the
+		// two can arrive in either order: a client gone at the same time
+		// means the session ended, not the child.
+		select {
+		case <-gone:
+			e = ending{exit: x.Code, message: "the connection ended"}
+		case <-time.After(clientGrace):
+		}
 	case v := <-verdict:
 		p.Kill()
 		v.exit = (<-exited).Code

@@ -45,10 +45,11 @@ func BenchmarkConnectInitialize(b *testing.B) {
 
 	everything := func(id string) map[string]any {
 		dst := filepath.Join(p.InstallDir(id), "node_modules")
-		if err := os.MkdirAll(p.InstallDir(id), 0o755); err != nil {
+		if err := os.MkdirAll(dst, 0o755); err != nil {
 			b.Fatal(err)
 		}
-		if out, err := exec.Command("cp", "-a", modules, dst).CombinedOutput(); err != nil {
+		// The contents, so a symlinked node_modules is copied, not linked.
+		if out, err := exec.Command("cp", "-a", modules+"/.", dst).CombinedOutput(); err != nil {
 			b.Fatalf("copying node_modules: %v %s", err, out)
 		}
 		writeJSON(b, filepath.Join(p.InstallDir(id), "manifest.json"), map[string]any{"id": id, "name": id})
