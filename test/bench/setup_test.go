@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,6 +36,11 @@ const ns = "bench"
 var bins struct{ addonwall, probe string }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		// Only benchmarks live here: a plain `go test ./...` builds nothing.
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "awbench-bin")
 	if err != nil {
 		panic(err)
