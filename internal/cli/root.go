@@ -48,6 +48,9 @@ the owner's files into AddonWall resources and converge each add-on to walled,
 not walled (with the reason) or off (with a Fix-it card).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			g.out, g.errw = cmd.OutOrStdout(), cmd.ErrOrStderr()
+		},
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.flags.CrowHome, "crow-home", "", "Crow home (default $CROW_HOME, else ~/.crow)")
