@@ -94,20 +94,24 @@ func newSessions(mgr manager.Manager, o Options, prober *hostprobe.Prober, failu
 		home, _ = os.UserHomeDir()
 	}
 	probe := prober.Result(context.Background())
+	prep := &session.WallPreparer{
+		Paths:           o.Paths,
+		Home:            home,
+		Environ:         environ(),
+		ControllerPaths: controllerPaths(o),
+		BwrapPath:       probe.Path,
+		SetprivPath:     probe.Setpriv,
+		Log:             o.Log.WithName("wall"),
+	}
+	if o.WallPreparer != nil {
+		o.WallPreparer(prep)
+	}
 	m := &session.Manager{
 		Log:       o.Log.WithName("session"),
 		Namespace: o.Namespace,
 		Hints:     hints,
-		Preparer: &session.WallPreparer{
-			Paths:           o.Paths,
-			Home:            home,
-			Environ:         environ(),
-			ControllerPaths: controllerPaths(o),
-			BwrapPath:       probe.Path,
-			SetprivPath:     probe.Setpriv,
-			Log:             o.Log.WithName("wall"),
-		},
-		Owner: &owner.Choices{WallsFile: o.Paths.WallsFile(), Failures: failures, Written: written, Now: time.Now},
+		Preparer:  prep,
+		Owner:     &owner.Choices{WallsFile: o.Paths.WallsFile(), Failures: failures, Written: written, Now: time.Now},
 	}
 	srv := &session.ControlServer{Path: o.Paths.ControlSocket(), Log: o.Log.WithName("control"), Handler: m.Handle}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -121,4 +125,3 @@ func newSessions(mgr manager.Manager, o Options, prober *hostprobe.Prober, failu
 	}
 	return m, nil
 }
-

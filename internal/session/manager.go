@@ -108,6 +108,9 @@ func (m *Manager) Admit(ctx context.Context, w *wallsv1.AddonWall, d decide.Deci
 	if err != nil {
 		return controllers.Admission{}, err
 	}
+	if eo, ok := m.Preparer.(egressObserver); ok {
+		eo.notifyEgress(m.hint)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a := m.entry(w.Name)
@@ -133,6 +136,9 @@ func (m *Manager) Forget(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.addons, id)
+	if eo, ok := m.Preparer.(egressObserver); ok {
+		eo.forgetEgress(id)
+	}
 }
 
 // Observe implements controllers.Sessions.
@@ -146,6 +152,9 @@ func (m *Manager) Observe(id string) controllers.Observed {
 	o := a.obs
 	o.Refusals = copyCounts(o.Refusals)
 	o.Latest = append([]string(nil), o.Latest...)
+	if eo, ok := m.Preparer.(egressObserver); ok {
+		o.Refusals, o.Latest = eo.egressObserved(id)
+	}
 	return o
 }
 

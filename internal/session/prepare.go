@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/go-logr/logr"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/addonwall/addonwall/internal/bwrap"
 	"github.com/addonwall/addonwall/internal/crowhome"
 	"github.com/addonwall/addonwall/internal/decide"
+	"github.com/addonwall/addonwall/internal/egress"
 	"github.com/addonwall/addonwall/internal/launcher"
 	"github.com/addonwall/addonwall/internal/paths"
 	"github.com/addonwall/addonwall/internal/plan"
@@ -58,6 +60,20 @@ type WallPreparer struct {
 	// BwrapPath and SetprivPath are the probed binaries.
 	BwrapPath, SetprivPath string
 	Log                    logr.Logger
+
+	// EntryBinary is the addonwall binary every wall runs as its entry;
+	// empty means this process's own executable.
+	EntryBinary string
+	// ListenerCheck is the listener-owner check the relays run before a
+	// loopback connection is spliced; nil refuses every one.
+	ListenerCheck egress.ListenerCheck
+	// TestOnlyEgress, when set, replaces the relays' resolver and dialer.
+	// Tests only; see its type.
+	TestOnlyEgress *TestOnlyEgress
+
+	egressMu   sync.Mutex
+	egress     map[string]*egressCounts
+	egressHint func(id string)
 }
 
 // Prepare implements Preparer. For a walled decision it builds the plan
@@ -75,7 +91,8 @@ func (p *WallPreparer) Prepare(ctx context.Context, w *wallsv1.AddonWall, d deci
 	switch d.Spawn {
 	case decide.SpawnWalled:
 		wl := &walledLaunch{p: p, w: w.DeepCopy(), d: d, res: res, limits: limitsOf(w, p.Paths.DataDir)}
-		pl, prog, err := wl.build(ctx)
+		// The relay and the entry are made per spawn, in Start.
+		pl, prog, err := wl.build(ctx, nil)
 		if err != nil {
 			return nil, controllers.Admission{}, err
 		}
@@ -87,6 +104,8 @@ func (p *WallPreparer) Prepare(ctx context.Context, w *wallsv1.AddonWall, d deci
 		for _, u := range pl.Unbound {
 			adm.Dropped = append(adm.Dropped, fmt.Sprintf("%s not bound: %s", u.Path, u.Reason))
 		}
+		adm.Dropped = append(adm.Dropped, networkDropped(w.Spec.Profile, entry.Env)...)
+		p.planEgress(w.Name, adm.PlanHash)
 		return wl, adm, nil
 	case decide.SpawnPlain, decide.SpawnSetpriv:
 		ul := &unwalledLaunch{res: res, args: entry.Args, env: p.unwalledEnv(entry), dir: p.Paths.InstallDir(w.Name)}
@@ -188,8 +207,9 @@ type walledLaunch struct {
 func (l *walledLaunch) Walled() bool   { return true }
 func (l *walledLaunch) Limits() Limits { return l.limits }
 
-// build gathers fresh facts and builds the plan and the filter.
-func (l *walledLaunch) build(ctx context.Context) (*plan.Plan, []byte, error) {
+// build gathers fresh facts and builds the plan and the filter. With nw it
+// opens the spawn's network and plans its entry; the caller closes nw.
+func (l *walledLaunch) build(ctx context.Context, nw *wallNetwork) (*plan.Plan, []byte, error) {
 	p := l.p
 	entry, err := p.entry(l.w.Name)
 	if err != nil {
@@ -236,6 +256,15 @@ func (l *walledLaunch) build(ctx context.Context) (*plan.Plan, []byte, error) {
 		g := grant([]wallsv1.EnvField{*prof.Files.OAuthDir})[0]
 		req.OAuthDir = &g
 	}
+	if nw != nil {
+		if err := nw.open(p, l.w, entry); err != nil {
+			return nil, nil, err
+		}
+		if req.Entry, err = nw.request(); err != nil {
+			return nil, nil, err
+		}
+		req.ProxyPort = nw.entry.ProxyPort
+	}
 	in, err := planfacts.Gather(ctx, req)
 	if err != nil {
 		return nil, nil, fail(wallsv1.ReasonPlanFailed, "gathering what its wall binds: %w", err)
@@ -256,16 +285,23 @@ func (l *walledLaunch) build(ctx context.Context) (*plan.Plan, []byte, error) {
 
 // Start implements Launch.
 func (l *walledLaunch) Start(ctx context.Context, stdio [3]*os.File) (Process, error) {
-	pl, prog, err := l.build(ctx)
+	nw := &wallNetwork{}
+	pl, prog, err := l.build(ctx, nw)
 	if err != nil {
+		nw.close()
 		return nil, err
 	}
 	c, err := bwrap.Start(ctx, pl, prog, bwrap.Stdio{Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2]},
 		bwrap.WithBwrapPath(l.p.BwrapPath), bwrap.WithLogger(l.p.Log))
 	if err != nil {
+		nw.close()
 		return nil, fail(wallsv1.ReasonWallFailed, "starting its wall: %w", err)
 	}
-	return &bwrapProcess{c: c, walled: true}, nil
+	wp, err := newWalledProcess(ctx, &bwrapProcess{c: c, walled: true}, nw)
+	if err != nil {
+		return nil, err
+	}
+	return wp, nil
 }
 
 // unwalledLaunch starts a child without a wall, as decided.
