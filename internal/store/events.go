@@ -70,12 +70,12 @@ func (es *eventSink) Patch(old *corev1.Event, data []byte) (*corev1.Event, error
 	return cp, nil
 }
 
-// pruneEventsLocked drops the oldest events of namespace ns beyond the
-// limit (callers hold writeMu).
-func (s *Store) pruneEventsLocked(ns string) {
+// pruneEventsLocked drops the oldest events of namespace ns until at most
+// keep are left (callers hold writeMu).
+func (s *Store) pruneEventsLocked(ns string, keep int) {
 	k := s.kinds[eventGVK]
 	entries, _ := s.list(k, selector{namespace: ns})
-	over := len(entries) - s.opts.maxEventsPerNS
+	over := len(entries) - max(keep, 0)
 	if over <= 0 {
 		return
 	}

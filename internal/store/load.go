@@ -18,6 +18,11 @@ import (
 // are reported as Problems; files still being written are left to the
 // file watch.
 func (s *Store) loadAll() error {
+	// The event recorder may already be writing (a refused file is
+	// reported as an event), so loading holds the write lock like any
+	// other change.
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	type loaded struct {
 		e    *entry
 		rvOK bool

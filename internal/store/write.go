@@ -84,6 +84,10 @@ func (s *Store) create(k *kindInfo, in map[string]any, o writeOpts) (*entry, err
 	if o.dryRun {
 		return &entry{kind: k, key: key, obj: adm.obj, typed: adm.typed}, nil
 	}
+	if k.gvk == eventGVK {
+		// Make room first, so no reader ever sees more than the limit.
+		s.pruneEventsLocked(ns, s.opts.maxEventsPerNS-1)
+	}
 	rv, err := s.rv.next()
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -94,9 +98,6 @@ func (s *Store) create(k *kindInfo, in map[string]any, o writeOpts) (*entry, err
 		return nil, err
 	}
 	s.commit(change{typ: watch.Added, obj: e})
-	if k.gvk == eventGVK {
-		s.pruneEventsLocked(ns)
-	}
 	return e, nil
 }
 
@@ -379,21 +380,33 @@ func (s *Store) render(e *entry, prevData []byte, scope writeScope) ([]byte, err
 		if doc, err := parseDocument(prevData); err == nil {
 			old := doc.Content[0]
 			if scope == scopeStatus {
-				for _, key := range []string{"metadata", "status"} {
-					nv := mappingValue(root, key)
-					if nv == nil {
-						setMappingValue(old, key, nil)
-						continue
-					}
-					setMappingValue(old, key, mergeNode(mappingValue(old, key), nv))
-				}
-			} else {
-				doc.Content[0] = mergeNode(old, root)
+				root = statusOnly(old, root)
 			}
+			doc.Content[0] = mergeNode(old, root)
 			return encodeDocument(doc)
 		}
 	}
 	return encodeDocument(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}})
+}
+
+// statusOnly is the tree a status write merges into the file: the
+// metadata and status of the new object, and every other key exactly as
+// the file has it (so an owner's spec keeps its text, even where the
+// stored object holds a default the file leaves out).
+func statusOnly(old, root *yaml.Node) *yaml.Node {
+	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k := root.Content[i]
+		switch k.Value {
+		case "metadata", "status":
+			out.Content = append(out.Content, k, root.Content[i+1])
+		default:
+			if v := mappingValue(old, k.Value); v != nil {
+				out.Content = append(out.Content, k, v)
+			}
+		}
+	}
+	return out
 }
 
 // sameObject prunes empty values from n and reports whether it still

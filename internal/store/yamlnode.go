@@ -341,33 +341,56 @@ func pruneEmpty(n *yaml.Node) {
 
 // mergeNode returns old changed to hold the value of new while keeping
 // old's comments, key order and, where a scalar's value did not change,
-// its exact spelling. Keys only in new are appended in new's order; keys
-// only in old are dropped.
+// its exact spelling. A key only in new goes right after the key that
+// precedes it in new (so a missing metadata lands after kind); keys only
+// in old are dropped.
 func mergeNode(old, new *yaml.Node) *yaml.Node {
 	if old == nil {
 		return new
 	}
 	switch {
 	case old.Kind == yaml.MappingNode && new.Kind == yaml.MappingNode:
+		oldVals := make(map[string]int, len(old.Content)/2)
+		for i := 0; i+1 < len(old.Content); i += 2 {
+			if _, dup := oldVals[old.Content[i].Value]; !dup {
+				oldVals[old.Content[i].Value] = i
+			}
+		}
 		newVals := make(map[string]*yaml.Node, len(new.Content)/2)
 		for i := 0; i+1 < len(new.Content); i += 2 {
 			newVals[new.Content[i].Value] = new.Content[i+1]
 		}
-		content := make([]*yaml.Node, 0, len(new.Content))
-		seen := make(map[string]bool, len(newVals))
+		// Old keys that stay, in old order, then each new key inserted
+		// after its predecessor in new's order.
+		type pair struct{ k, v *yaml.Node }
+		var pairs []pair
 		for i := 0; i+1 < len(old.Content); i += 2 {
-			k := old.Content[i].Value
-			nv, ok := newVals[k]
-			if !ok || seen[k] {
+			k := old.Content[i]
+			if nv, ok := newVals[k.Value]; ok && oldVals[k.Value] == i {
+				pairs = append(pairs, pair{k, mergeNode(old.Content[i+1], nv)})
+			}
+		}
+		at := -1 // index in pairs of the last new key placed or found
+		for i := 0; i+1 < len(new.Content); i += 2 {
+			key := new.Content[i].Value
+			if _, ok := oldVals[key]; ok {
+				for j := range pairs {
+					if pairs[j].k.Value == key {
+						at = j
+						break
+					}
+				}
 				continue
 			}
-			seen[k] = true
-			content = append(content, old.Content[i], mergeNode(old.Content[i+1], nv))
+			p := pair{new.Content[i], new.Content[i+1]}
+			pairs = append(pairs, pair{})
+			copy(pairs[at+2:], pairs[at+1:])
+			pairs[at+1] = p
+			at++
 		}
-		for i := 0; i+1 < len(new.Content); i += 2 {
-			if !seen[new.Content[i].Value] {
-				content = append(content, new.Content[i], new.Content[i+1])
-			}
+		content := make([]*yaml.Node, 0, 2*len(pairs))
+		for _, p := range pairs {
+			content = append(content, p.k, p.v)
 		}
 		out := *old
 		out.Content = content

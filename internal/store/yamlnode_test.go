@@ -228,11 +228,7 @@ func TestSymlinksAndFIFOsAreRefused(t *testing.T) {
 		ps := s.Problems()
 		return len(ps) == 1 && strings.Contains(ps[0].Message, "symbolic link")
 	})
-	var l []string
-	for _, p := range s.knownPaths() {
-		l = append(l, p)
-	}
-	if len(l) != 0 {
+	if l := s.knownPaths(); len(l) != 0 {
 		t.Fatalf("a symlinked file was loaded: %v", l)
 	}
 	// Positive control: the same content as a regular file loads.
