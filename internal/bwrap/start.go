@@ -162,6 +162,18 @@ func (c *Child) Kill() error {
 	return nil
 }
 
+// lenientWriter passes writes on and drops its destination's errors. A wall's
+// stderr is copied through the controller (so bubblewrap's own words reach a
+// card); a client that stopped reading its stderr must neither stop the copy
+// (the add-on would then get EPIPE on its next write) nor make the wall's
+// end look like a failure (os/exec reports a copy error from Wait).
+type lenientWriter struct{ w io.Writer }
+
+func (l lenientWriter) Write(p []byte) (int, error) {
+	_, _ = l.w.Write(p)
+	return len(p), nil
+}
+
 // tailBuffer keeps the last bytes written to it.
 type tailBuffer struct {
 	mu  sync.Mutex
@@ -243,7 +255,7 @@ func Start(ctx context.Context, p *plan.Plan, seccompProgram []byte, stdio Stdio
 		},
 	}
 	if stdio.Stderr != nil {
-		cmd.Stderr = io.MultiWriter(stdio.Stderr, c.tail)
+		cmd.Stderr = io.MultiWriter(lenientWriter{stdio.Stderr}, c.tail)
 	}
 	c.cmd = cmd
 	statusDone := make(chan struct{})

@@ -61,7 +61,11 @@ func (m *Manager) connect(ctx context.Context, c *net.UnixConn, id string) {
 	defer cancel()
 	started := time.Now()
 	p, err := l.Start(cctx, stdio)
-	closeFiles(stdio)
+	// The child holds its own stdin and stdout now. Stderr stays open until
+	// the session ends: a wall's stderr is copied through the controller,
+	// which keeps bubblewrap's words for a card, and closing it here would
+	// break the copy (the add-on's next write to stderr would fail).
+	closeFiles([3]*os.File{stdio[0], stdio[1], nil})
 	if err != nil {
 		reason := wallsv1.ReasonWallFailed
 		if !l.Walled() {

@@ -1,0 +1,138 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/addonwall/addonwall/internal/e2eenv"
+)
+
+// The real filesystem server from npm, granted one folder to read, inside
+// its wall. It is started with "/" as its allowed directory, so the server
+// itself would read and write anything: every refusal below is the wall's.
+// Each refusal sits beside a positive control on the same tool.
+//
+// SECURITY-CASES: FS-01 (secrets by absolute path: ~/.ssh/id_rsa,
+// mcp-addons.json), FS-02 (another add-on's data, real spelling), FS-03
+// (.env in an owner read folder), FS-10 (writes into a read-only grant),
+// FS-20 (a read grant is never widened).
+func TestFilesystemServerInItsWall(t *testing.T) {
+	e2eenv.Bwrap(t)
+	h := newHome(t)
+	const canary = "canary-7f3d9a1e"
+
+	// The owner's home, with a key in ~/.ssh.
+	fakeHome := filepath.Join(h.root, "home")
+	mkfile(t, filepath.Join(fakeHome, ".ssh", "id_rsa"), "-----BEGIN KEY----- "+canary)
+	// The folder the owner grants, with a note and a .env beside it.
+	notes := filepath.Join(h.root, "shared", "notes")
+	mkfile(t, filepath.Join(notes, "note.txt"), "a note the owner shared")
+	mkfile(t, filepath.Join(notes, ".env"), "API_KEY="+canary)
+	mkfile(t, filepath.Join(notes, "deep", "er", ".env"), "API_KEY="+canary)
+	// Another add-on's data.
+	mkfile(t, filepath.Join(h.paths.DataDir, "other", "secret.txt"), canary)
+
+	entry := h.installNodeServer("fs", "server-filesystem", map[string]any{
+		"env_vars": []any{map[string]any{"name": "NOTES_DIR"}},
+		"sandbox":  map[string]any{"files": map[string]any{"read": []string{"NOTES_DIR"}}},
+	}, "/")
+	entry["env"] = map[string]string{"NOTES_DIR": notes}
+	h.write("mcp-addons.json", map[string]any{"fs": entry, "other": h.addon("other", nil)})
+	// A value in mcp-addons.json that the add-on must not read either.
+	h.runWalls(walledEnv(map[string]string{"HOME": fakeHome}), nil)
+	h.waitWord("fs", "walled", 15*time.Second)
+
+	ctx := ctxFor(t, 2*time.Minute)
+	s, err := h.mcpConnect(ctx, "fs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.InitializeResult().ServerInfo.Name; got != "secure-filesystem-server" {
+		t.Fatalf("server name %q: not the filesystem server", got)
+	}
+	tools, err := s.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, tl := range tools.Tools {
+		names[tl.Name] = true
+	}
+	for _, want := range []string{"read_text_file", "write_file", "list_directory"} {
+		if !names[want] {
+			t.Fatalf("the server lists no %s tool: %v", want, names)
+		}
+	}
+
+	read := func(path string) (string, bool) {
+		t.Helper()
+		text, isErr, err := s.callText(ctx, "read_text_file", map[string]any{"path": path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return text, isErr
+	}
+
+	// Positive control: the granted note reads.
+	if text, isErr := read(filepath.Join(notes, "note.txt")); isErr || text != "a note the owner shared" {
+		t.Fatalf("reading the granted note: error %v, text %q", isErr, text)
+	}
+	// Refusals on the same tool. A masked .env reads as empty or fails;
+	// the rest are not in the wall at all.
+	for _, p := range []string{
+		filepath.Join(notes, ".env"),
+		filepath.Join(notes, "deep", "er", ".env"),
+		filepath.Join(fakeHome, ".ssh", "id_rsa"),
+		h.paths.AddonsFile(),
+		filepath.Join(h.paths.DataDir, "other", "secret.txt"),
+	} {
+		text, isErr := read(p)
+		if strings.Contains(text, canary) {
+			t.Errorf("the add-on read %s: %q", p, text)
+		}
+		if !isErr && text != "" {
+			t.Errorf("reading %s gave %q, want an error or nothing", p, text)
+		}
+	}
+	// mcp-addons.json holds NOTES_DIR's value: the file itself must be out
+	// of reach (checked above), not just its canaries.
+	if text, isErr := read(h.paths.AddonsFile()); !isErr {
+		t.Errorf("mcp-addons.json is readable in the wall: %q", text)
+	}
+
+	write := func(path string) (string, bool) {
+		t.Helper()
+		text, isErr, err := s.callText(ctx, "write_file", map[string]any{"path": path, "content": "from the add-on"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return text, isErr
+	}
+	// Positive control: its own data folder is writable, and the file lands
+	// on the host where the wall bound it.
+	own := filepath.Join(h.paths.DataDir, "fs", "out.txt")
+	if text, isErr := write(own); isErr {
+		t.Fatalf("writing into its own data folder failed: %s", text)
+	}
+	if b, err := os.ReadFile(own); err != nil || string(b) != "from the add-on" {
+		t.Fatalf("the write into its data folder did not reach %s: %q %v", own, b, err)
+	}
+	// Refusal: the read grant stays read-only.
+	if text, isErr := write(filepath.Join(notes, "new.txt")); !isErr {
+		t.Errorf("writing into the read-only grant succeeded: %s", text)
+	}
+	if _, err := os.Stat(filepath.Join(notes, "new.txt")); !os.IsNotExist(err) {
+		t.Errorf("a file appeared in the read-only grant (%v)", err)
+	}
+	if text, isErr := write(filepath.Join(notes, "note.txt")); !isErr {
+		t.Errorf("overwriting the granted note succeeded: %s", text)
+	}
+	if b, _ := os.ReadFile(filepath.Join(notes, "note.txt")); string(b) != "a note the owner shared" {
+		t.Errorf("the granted note changed on the host: %q", b)
+	}
+
+	h.endSession(s, "fs", "walled")
+}
