@@ -2,12 +2,15 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -102,6 +105,7 @@ func newSessions(mgr manager.Manager, o Options, prober *hostprobe.Prober, failu
 		BwrapPath:       probe.Path,
 		SetprivPath:     probe.Setpriv,
 		Log:             o.Log.WithName("wall"),
+		EgressDeny:      egressDeny(mgr, o.Namespace),
 	}
 	if o.WallPreparer != nil {
 		o.WallPreparer(prep)
@@ -124,4 +128,19 @@ func newSessions(mgr manager.Manager, o Options, prober *hostprobe.Prober, failu
 		return nil, err
 	}
 	return m, nil
+}
+
+// egressDeny reads the operator's egress deny list from this host's
+// WallHost, afresh for every spawn. No WallHost means no deny list.
+func egressDeny(mgr manager.Manager, host string) func(context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		var h wallsv1.WallHost
+		if err := mgr.GetClient().Get(ctx, client.ObjectKey{Name: host}, &h); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("reading WallHost %s: %w", host, err)
+		}
+		return h.Spec.EgressDenyList, nil
+	}
 }

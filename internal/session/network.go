@@ -115,6 +115,26 @@ func networkRules(prof wallsv1.Profile, env crowhome.Env) (rules egress.Rules, d
 	return rules, dropped
 }
 
+// parseDenyList reads the WallHost's spec.egressDenyList: CIDRs, or bare
+// addresses meaning one address. An entry that is neither is an error, not
+// a skip: a deny list the relay cannot hold whole would let through what
+// the operator refused.
+func parseDenyList(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for i, s := range list {
+		if p, err := netip.ParsePrefix(s); err == nil && p.Addr().Zone() == "" {
+			out = append(out, p.Masked())
+			continue
+		}
+		if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		return nil, fmt.Errorf("WallHost spec.egressDenyList[%d] %q is not a CIDR or an IP address; no wall starts until it is fixed", i, s)
+	}
+	return out, nil
+}
+
 func appendListed(ls []egress.Listed, l egress.Listed) []egress.Listed {
 	for _, o := range ls {
 		if o == l {
@@ -198,8 +218,17 @@ type wallNetwork struct {
 
 // open makes the spawn's relay from the add-on's profile and entry, and
 // the entry's config. Any error means no wall: the add-on stays off.
-func (n *wallNetwork) open(p *WallPreparer, w *wallsv1.AddonWall, e crowhome.Entry) error {
+func (n *wallNetwork) open(ctx context.Context, p *WallPreparer, w *wallsv1.AddonWall, e crowhome.Entry) error {
 	n.rules, n.dropped = networkRules(w.Spec.Profile, e.Env)
+	if p.EgressDeny != nil {
+		list, err := p.EgressDeny(ctx)
+		if err != nil {
+			return fail(wallsv1.ReasonWallFailed, "reading the operator's egress deny list: %w", err)
+		}
+		if n.rules.Deny, err = parseDenyList(list); err != nil {
+			return fail(wallsv1.ReasonInvalidInput, "%w", err)
+		}
+	}
 	bin, err := p.entryBinary()
 	if err != nil {
 		return fail(wallsv1.ReasonWallFailed, "%w", err)

@@ -142,3 +142,21 @@ func TestNetworkRulesMeetThePolicy(t *testing.T) {
 
 func typed(name string) wallsv1.EnvField { return wallsv1.EnvField{Name: name, OwnerTyped: true} }
 func dflt(name string) wallsv1.EnvField  { return wallsv1.EnvField{Name: name} }
+
+func TestParseDenyList(t *testing.T) {
+	got, err := parseDenyList([]string{"203.0.113.7", "10.0.0.0/8", "2001:db8::1/64", "::ffff:198.51.100.0/120"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"203.0.113.7/32", "10.0.0.0/8", "2001:db8::/64", "::ffff:198.51.100.0/120"}
+	for i, p := range got {
+		if p.String() != want[i] {
+			t.Errorf("deny[%d] = %s, want %s", i, p, want[i])
+		}
+	}
+	for _, bad := range []string{"bad.example", "10.0.0.0/33", "fe80::1%eth0", "", "10.0.0.1 "} {
+		if _, err := parseDenyList([]string{"10.0.0.0/8", bad}); err == nil || !strings.Contains(err.Error(), "egressDenyList[1]") {
+			t.Errorf("deny list entry %q: %v, want a refusal naming the entry", bad, err)
+		}
+	}
+}

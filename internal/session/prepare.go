@@ -67,6 +67,9 @@ type WallPreparer struct {
 	// ListenerCheck is the listener-owner check the relays run before a
 	// loopback connection is spliced; nil refuses every one.
 	ListenerCheck egress.ListenerCheck
+	// EgressDeny, when set, reads the operator's egress deny list (the
+	// WallHost's spec.egressDenyList) for every spawn.
+	EgressDeny func(ctx context.Context) ([]string, error)
 	// TestOnlyEgress, when set, replaces the relays' resolver and dialer.
 	// Tests only; see its type.
 	TestOnlyEgress *TestOnlyEgress
@@ -257,7 +260,7 @@ func (l *walledLaunch) build(ctx context.Context, nw *wallNetwork) (*plan.Plan, 
 		req.OAuthDir = &g
 	}
 	if nw != nil {
-		if err := nw.open(p, l.w, entry); err != nil {
+		if err := nw.open(ctx, p, l.w, entry); err != nil {
 			return nil, nil, err
 		}
 		if req.Entry, err = nw.request(); err != nil {

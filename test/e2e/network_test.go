@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/addonwall/addonwall/internal/e2eenv"
 	"github.com/addonwall/addonwall/internal/runner"
 	wallsession "github.com/addonwall/addonwall/internal/session"
@@ -466,6 +468,22 @@ func TestWalledNetwork(t *testing.T) {
 		}
 	})
 
+	t.Run("the operator's deny list beats the internet", func(t *testing.T) {
+		// Positive control: before the deny list, the tunnel opens.
+		on := h.netConnect("online")
+		if a := on.ask("connect example.com:443"); a.Status != "HTTP/1.1 200 Connection established" {
+			t.Fatalf("online CONNECT example.com:443 = %+v before the deny list", a)
+		}
+		on.end()
+		h.netDeny(t, "93.184.215.14/32")
+		eventually(t, 30*time.Second, "a CONNECT to a denied address is refused", func() (bool, string) {
+			on := h.netConnect("online")
+			a := on.ask("connect example.com:443")
+			on.end()
+			return strings.HasPrefix(a.Status, "HTTP/1.1 403") && strings.Contains(a.Body, "DenyListed"), fmt.Sprintf("%+v", a)
+		})
+	})
+
 	t.Run("the add-on holds none of the entry's sockets", func(t *testing.T) {
 		lan := h.netConnect("lan")
 		lan.ask("direct " + echo) // the add-on has run and is idle
@@ -482,7 +500,48 @@ func TestWalledNetwork(t *testing.T) {
 	})
 }
 
-// procWith finds the process whose command line holds arg.
+// netDeny sets this host's WallHost spec.egressDenyList by hand, as an
+// operator edits the store's file.
+func (h *netHome) netDeny(t *testing.T, cidrs ...string) {
+	t.Helper()
+	var file string
+	_ = filepath.WalkDir(h.paths.Store, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && filepath.Base(filepath.Dir(p)) == "wallhosts" && filepath.Base(p) == testNS+".yaml" {
+			file = p
+		}
+		return nil
+	})
+	if file == "" {
+		t.Fatalf("no WallHost file for %s under %s", testNS, h.paths.Store)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := yaml.Unmarshal(data, &obj); err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	spec["egressDenyList"] = cidrs
+	obj["spec"] = spec
+	out, err := yaml.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(filepath.Dir(file), ".deny-edit")
+	if err := os.WriteFile(tmp, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// netProcWith finds the process whose command line holds arg.
 func netProcWith(t *testing.T, arg string) int {
 	t.Helper()
 	ents, _ := os.ReadDir("/proc")
