@@ -128,7 +128,8 @@ func (c Config) Validate() error {
 // socket and whose rules are rules: one forwarder for each listed CONNECT
 // entry on a loopback host, and the proxy on the first port from 39080 up
 // that no forwarder holds. skipped names the entries left without a
-// forwarder (their loopback address and port is another entry's).
+// forwarder: their loopback address and port is another entry's, or a port
+// below 1024, which a wall without capabilities cannot listen on.
 func ConfigFor(rules egress.Rules, socket string) (c Config, skipped []string) {
 	c.RelaySocket = socket
 	held := map[uint16]bool{}
@@ -139,6 +140,12 @@ func ConfigFor(rules egress.Rules, socket string) (c Config, skipped []string) {
 		}
 		addrs, optional := listenAddrs(l.Host)
 		if len(addrs) == 0 {
+			continue
+		}
+		if l.Port < 1024 {
+			// The wall holds no capability, and binding a port below
+			// 1024 needs one.
+			skipped = append(skipped, fmt.Sprintf("%s has no forwarder: a wall cannot listen on a port below 1024", l))
 			continue
 		}
 		clash := false

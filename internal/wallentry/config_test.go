@@ -78,6 +78,8 @@ func TestConfigFor(t *testing.T) {
 			wantForward: []Forward{{Listen: "[::1]:8000", Target: "[::1]:8000", Optional: true}}},
 		{name: "a listed port on 39080 bumps the proxy", rules: listed(t, "127.0.0.1:39080", "127.0.0.2:39081"), wantPort: 39082,
 			wantForward: []Forward{{Listen: "127.0.0.1:39080", Target: "127.0.0.1:39080"}, {Listen: "127.0.0.2:39081", Target: "127.0.0.2:39081"}}},
+		{name: "a privileged loopback port gets no forwarder", rules: listed(t, "127.0.0.1:80", "localhost:8080"), wantPort: 39080,
+			wantForward: []Forward{{Listen: "127.0.0.1:8080", Target: "localhost:8080"}, {Listen: "[::1]:8080", Target: "localhost:8080", Optional: true}}, wantSkipped: 1},
 		{name: "a second entry on the same loopback port gets no forwarder", rules: listed(t, "127.0.0.1:5432", "localhost:5432"), wantPort: 39080,
 			wantForward: []Forward{{Listen: "127.0.0.1:5432", Target: "127.0.0.1:5432"}}, wantSkipped: 1},
 	}
