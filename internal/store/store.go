@@ -101,6 +101,7 @@ type Option func(*options)
 
 type options struct {
 	log            logr.Logger
+	logSet         bool
 	readOnly       bool
 	watchFiles     bool
 	maxEventsPerNS int
@@ -110,7 +111,7 @@ type options struct {
 }
 
 // WithLogger sets the logger (default: controller-runtime's log, named "store").
-func WithLogger(l logr.Logger) Option { return func(o *options) { o.log = l } }
+func WithLogger(l logr.Logger) Option { return func(o *options) { o.log, o.logSet = l, true } }
 
 // ReadOnly opens the store for reading only: no lock is taken (a running
 // controller may hold it), and every write fails. For the CLI.
@@ -148,7 +149,7 @@ func Open(dir string, scheme *runtime.Scheme, opts ...Option) (*Store, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.log.GetSink() == nil {
+	if !o.logSet {
 		o.log = ctrllog.Log.WithName("store")
 	}
 	if scheme == nil {
