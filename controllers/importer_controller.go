@@ -49,6 +49,9 @@ type ImporterReconciler struct {
 	// Observe, when set, is told what was read on every pass (the notices
 	// watch addon-walls.json through it).
 	Observe func(ctx context.Context, h profile.Home)
+	// Synced, when set, is called after every pass that brought the store
+	// in line with the Crow home.
+	Synced func()
 }
 
 // +kubebuilder:rbac:groups=walls.addonwall.dev,resources=addonwalls,verbs=get;list;watch;create;update;patch;delete
@@ -104,6 +107,9 @@ func (r *ImporterReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return reconcile.Result{}, fmt.Errorf("%w (will retry)", err)
+	}
+	if r.Synced != nil {
+		r.Synced()
 	}
 	return reconcile.Result{RequeueAfter: r.resync()}, nil
 }

@@ -10,7 +10,9 @@ import (
 )
 
 // openReader opens the store read-only: reading commands work whether or
-// not the controller runs, and never write.
+// not the controller runs, and never write. Files the store refuses (a
+// broken hand edit) are named on stderr: their last good version is what
+// the command shows.
 func openReader(g *globals) (client.Reader, error) {
 	p, err := g.paths()
 	if err != nil {
@@ -23,6 +25,9 @@ func openReader(g *globals) (client.Reader, error) {
 	st, err := store.Open(p.Store, sch, store.ReadOnly(), store.WithoutFileWatch())
 	if err != nil {
 		return nil, fmt.Errorf("opening the store %s (is --store or --crow-home right?): %w", p.Store, err)
+	}
+	for _, p := range st.Problems() {
+		fmt.Fprintf(g.errw, "warning: the store refuses a file, and shows its last good version: %s\n", shown(p.String()))
 	}
 	return st.Client(), nil
 }

@@ -31,7 +31,15 @@ type notices struct {
 	mu       sync.Mutex
 	lastSeen string
 	seen     bool
+
+	// imported is closed once the importer first brought the store in
+	// line with the Crow home: before that, the add-ons are not all there.
+	imported     chan struct{}
+	importedOnce sync.Once
 }
+
+// synced is the importer's Synced hook.
+func (n *notices) synced() { n.importedOnce.Do(func() { close(n.imported) }) }
 
 func (n *notices) dst() notice.Destination {
 	return notice.Destination{DataDir: n.o.Paths.DataDir, CrowHome: n.o.Paths.CrowHome}
@@ -44,6 +52,13 @@ func (n *notices) boot(ctx context.Context) error {
 	log := n.o.Log.WithName("notices")
 	var walls wallsv1.AddonWallList
 	deadline := time.Now().Add(settleMax)
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-n.imported:
+	case <-time.After(settleMax):
+		log.Info("the Crow home was not imported in time; the boot notices speak for what is in the store")
+	}
 	for {
 		if err := n.c.List(ctx, &walls, client.InNamespace(n.o.Namespace)); err == nil && decided(walls.Items) {
 			break

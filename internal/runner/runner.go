@@ -165,7 +165,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("setting up the WallHost controller: %w", err)
 	}
 	written := &owner.Written{}
-	nt := &notices{o: o, sw: sw, c: mgr.GetClient(), written: written}
+	nt := &notices{o: o, sw: sw, c: mgr.GetClient(), written: written, imported: make(chan struct{})}
 	if err := mgr.Add(nt.runnable()); err != nil {
 		return err
 	}
@@ -184,6 +184,7 @@ func Run(ctx context.Context, o Options) error {
 		TrustedDirs: launcher.TrustedDirs,
 		Hints:       importHints,
 		Observe:     nt.observe,
+		Synced:      nt.synced,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the importer: %w", err)
 	}

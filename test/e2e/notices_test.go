@@ -24,7 +24,7 @@ func TestBootNotices(t *testing.T) {
 	h.write("mcp-addons.json", map[string]any{"kb": h.addon("kb", nil), "media": h.addon("media", nil)})
 	h.write("addon-walls.json", map[string]any{"version": 1, "addons": map[string]any{"media": map[string]any{"choice": "notWalled", "changedAt": "2026-11-01T00:00:00Z"}}})
 	h.run(map[string]string{"CROW_ADDON_WALLS_DEFAULT": "walled"}, nil)
-	eventually(t, 15*time.Second, "both boot notices", func() (bool, string) {
+	eventually(t, 40*time.Second, "both boot notices", func() (bool, string) {
 		n := h.notices()
 		return strings.Contains(n, "Some add-ons are not walled") && strings.Contains(n, "Add-ons now run inside walls on this computer"), n
 	})
