@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -182,6 +183,13 @@ func TestKilledWriterLeavesWholeFiles(t *testing.T) {
 		buf := make([]byte, 6)
 		if _, err := out.Read(buf); err != nil {
 			t.Fatalf("child %d did not start: %v", iter, err)
+		}
+		if iter == 0 {
+			// A second writing process is refused while the child
+			// holds the store.
+			if _, err := Open(dir, newScheme(t)); err == nil || !strings.Contains(err.Error(), "in use by another") {
+				t.Fatalf("open beside a writing process: %v, want in-use error", err)
+			}
 		}
 		time.Sleep(time.Duration(rng.Intn(40)) * time.Millisecond)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {

@@ -119,6 +119,26 @@ func TestAPIErrors(t *testing.T) {
 	if err := c.Apply(ctx, nil); err == nil || !strings.Contains(err.Error(), "not supported by the file store") {
 		t.Fatalf("apply: %v", err)
 	}
+
+	if gvk, err := c.GroupVersionKindFor(&wallsv1.WallHost{}); err != nil || gvk != wallsv1.GroupVersion.WithKind("WallHost") {
+		t.Fatalf("GroupVersionKindFor: %v %v", gvk, err)
+	}
+	for obj, want := range map[client.Object]bool{&wallsv1.AddonWall{}: true, &wallsv1.WallHost{}: false, &corev1.Event{}: true} {
+		if got, err := c.IsObjectNamespaced(obj); err != nil || got != want {
+			t.Fatalf("IsObjectNamespaced(%T) = %v, %v; want %v", obj, got, err, want)
+		}
+	}
+	m, err := c.RESTMapper().RESTMapping(wallsv1.GroupVersion.WithKind("AddonWall").GroupKind())
+	if err != nil || m.Resource.Resource != "addonwalls" {
+		t.Fatalf("RESTMapping: %v %v", m, err)
+	}
+	var viaStatus wallsv1.AddonWall
+	if err := c.SubResource("status").Get(ctx, &got, &viaStatus); err != nil || viaStatus.Name != "a" {
+		t.Fatalf("status subresource get: %v %q", err, viaStatus.Name)
+	}
+	if err := c.SubResource("scale").Update(ctx, &got); !apierrors.IsNotFound(err) {
+		t.Fatalf("unknown subresource: %v, want NotFound", err)
+	}
 }
 
 func TestConflictOnStaleResourceVersion(t *testing.T) {

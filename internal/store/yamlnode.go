@@ -463,20 +463,3 @@ func mappingValue(m *yaml.Node, key string) *yaml.Node {
 	}
 	return nil
 }
-
-// setMappingValue replaces (or appends, or with v == nil removes) key in m.
-func setMappingValue(m *yaml.Node, key string, v *yaml.Node) {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			if v == nil {
-				m.Content = append(m.Content[:i], m.Content[i+2:]...)
-			} else {
-				m.Content[i+1] = v
-			}
-			return
-		}
-	}
-	if v != nil {
-		m.Content = append(m.Content, strNode(key), v)
-	}
-}
