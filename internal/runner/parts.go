@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,10 +17,13 @@ import (
 
 	wallsv1 "github.com/addonwall/addonwall/api/v1alpha1"
 	"github.com/addonwall/addonwall/internal/bwrap"
+	"github.com/addonwall/addonwall/internal/crowhome"
 	"github.com/addonwall/addonwall/internal/dockerwatch"
+	"github.com/addonwall/addonwall/internal/egress"
 	"github.com/addonwall/addonwall/internal/fixit"
 	"github.com/addonwall/addonwall/internal/fswatch"
 	"github.com/addonwall/addonwall/internal/hostprobe"
+	"github.com/addonwall/addonwall/internal/listener"
 	"github.com/addonwall/addonwall/internal/owner"
 	"github.com/addonwall/addonwall/internal/session"
 )
@@ -106,6 +110,7 @@ func newSessions(mgr manager.Manager, o Options, prober *hostprobe.Prober, failu
 		SetprivPath:     probe.Setpriv,
 		Log:             o.Log.WithName("wall"),
 		EgressDeny:      egressDeny(mgr, o.Namespace),
+		ListenerFor:     listenerFor(o, prober.Engine),
 	}
 	if o.WallPreparer != nil {
 		o.WallPreparer(prep)
@@ -142,5 +147,31 @@ func egressDeny(mgr manager.Manager, host string) func(context.Context) ([]strin
 			return nil, fmt.Errorf("reading WallHost %s: %w", host, err)
 		}
 		return h.Spec.EgressDenyList, nil
+	}
+}
+
+// listenerFor makes each relay's listener-owner check: the kernel's
+// listening sockets, their processes and, for root-owned sockets, docker.
+// A check that cannot be built refuses every loopback connection.
+func listenerFor(o Options, eng *dockerwatch.Engine) func(id string) egress.ListenerCheck {
+	return func(id string) egress.ListenerCheck {
+		installed := map[string]bool{}
+		if f, err := crowhome.ReadAddons(o.Paths.AddonsFile()); err == nil {
+			for k := range f.Entries {
+				installed[k] = true
+			}
+		}
+		cfg := listener.Config{AddonID: id, Installed: installed, Checkout: o.Paths.Checkout, Home: o.Paths.CrowHome}
+		if eng != nil {
+			cfg.Docker = eng
+		}
+		c, err := listener.New(cfg)
+		if err != nil {
+			o.Log.WithName("listener").Info("no listener-owner check for this add-on: every loopback connection is refused", "addon", id, "error", err.Error())
+			return func(context.Context, netip.AddrPort, bool) error {
+				return fmt.Errorf("no listener-owner check: %w", err)
+			}
+		}
+		return c.Check
 	}
 }

@@ -247,7 +247,7 @@ func (n *wallNetwork) open(ctx context.Context, p *WallPreparer, w *wallsv1.Addo
 		Rules:         n.rules,
 		Resolver:      net.DefaultResolver,
 		Dialer:        &net.Dialer{},
-		ListenerCheck: p.ListenerCheck,
+		ListenerCheck: p.listenerCheck(w.Name),
 		Log:           p.Log.WithName("relay").WithValues("addon", w.Name),
 		OnRefusal:     func(r egress.Refusal) { p.countRefusal(w.Name, r) },
 	}
@@ -499,4 +499,12 @@ func networkDropped(prof wallsv1.Profile, env crowhome.Env) []string {
 	rules, dropped := networkRules(prof, env)
 	_, skipped := wallentry.ConfigFor(rules, plan.RelayDirPath+"/"+egress.SocketName)
 	return append(dropped, skipped...)
+}
+
+// listenerCheck is the add-on's listener-owner check, or nil (refuse).
+func (p *WallPreparer) listenerCheck(id string) egress.ListenerCheck {
+	if p.ListenerFor == nil {
+		return nil
+	}
+	return p.ListenerFor(id)
 }

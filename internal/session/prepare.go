@@ -64,9 +64,10 @@ type WallPreparer struct {
 	// EntryBinary is the addonwall binary every wall runs as its entry;
 	// empty means this process's own executable.
 	EntryBinary string
-	// ListenerCheck is the listener-owner check the relays run before a
-	// loopback connection is spliced; nil refuses every one.
-	ListenerCheck egress.ListenerCheck
+	// ListenerFor makes the listener-owner check an add-on's relay runs
+	// before a loopback connection is spliced; nil, or a nil check,
+	// refuses every one.
+	ListenerFor func(addonID string) egress.ListenerCheck
 	// EgressDeny, when set, reads the operator's egress deny list (the
 	// WallHost's spec.egressDenyList) for every spawn.
 	EgressDeny func(ctx context.Context) ([]string, error)
