@@ -27,6 +27,7 @@ import (
 	"github.com/addonwall/addonwall/internal/paths"
 	"github.com/addonwall/addonwall/internal/runner"
 	"github.com/addonwall/addonwall/internal/scheme"
+	"github.com/addonwall/addonwall/internal/session"
 	"github.com/addonwall/addonwall/internal/store"
 )
 
@@ -41,11 +42,16 @@ func TestMain(m *testing.M) {
 		// Only benchmarks live here: a plain `go test ./...` builds nothing.
 		os.Exit(m.Run())
 	}
-	dir, err := os.MkdirTemp("", "awbench-bin")
+	// Not under /tmp: every wall binds the addonwall binary as its entry,
+	// and a wall never binds anything from /tmp.
+	root := repoRoot()
+	if err := os.MkdirAll(filepath.Join(root, ".cache"), 0o755); err != nil {
+		panic(err)
+	}
+	dir, err := os.MkdirTemp(filepath.Join(root, ".cache"), "bench-bin")
 	if err != nil {
 		panic(err)
 	}
-	root := repoRoot()
 	for name, pkg := range map[string]string{"addonwall": ".", "probe": "./test/probe"} {
 		out := filepath.Join(dir, name)
 		cmd := exec.Command("go", "build", "-o", out, pkg)
@@ -133,7 +139,9 @@ func runController(tb testing.TB, p paths.Paths, env map[string]string) {
 	go func() {
 		defer close(done)
 		_ = runner.Run(ctx, runner.Options{Paths: p, Namespace: ns, MetricsAddr: "0", HealthAddr: "0",
-			Getenv: func(k string) string { return env[k] }, Log: logr.Discard(), Ready: ready})
+			Getenv: func(k string) string { return env[k] }, Log: logr.Discard(), Ready: ready,
+			// This process is the test binary: the walls run the real one.
+			WallPreparer: func(wp *session.WallPreparer) { wp.EntryBinary = bins.addonwall }})
 	}()
 	tb.Cleanup(func() { cancel(); <-done })
 	select {
