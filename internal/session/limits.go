@@ -67,15 +67,9 @@ func watchLimits(ctx context.Context, pid int, l Limits) (ending, bool) {
 			if l.Memory > 0 && rss > l.Memory {
 				return ending{reason: wallsv1.ReasonOverLimit, message: fmt.Sprintf("it used %s of memory, over its %s limit", size(rss), size(l.Memory))}, true
 			}
-			samples = append(samples, cpuSample{now, ticks})
-			for len(samples) > 1 && now.Sub(samples[0].at) > cpuWindow {
-				samples = samples[1:]
-			}
-			if l.CPU > 0 && now.Sub(samples[0].at) >= cpuWindow-sampleEvery {
-				used := float64(samples[len(samples)-1].ticks-samples[0].ticks) / clockTicks / now.Sub(samples[0].at).Seconds()
-				if used > l.CPU {
-					return ending{reason: wallsv1.ReasonOverLimit, message: fmt.Sprintf("it used %.1f cores over 30 s, over its %s limit", used, cores(l.CPU))}, true
-				}
+			samples = addSample(samples, cpuSample{now, ticks})
+			if used, over := cpuOver(samples, l.CPU); over {
+				return ending{reason: wallsv1.ReasonOverLimit, message: fmt.Sprintf("it used %.1f cores over 30 s, over its %s limit", used, cores(l.CPU))}, true
 			}
 			if l.Disk > 0 && l.DataDir != "" && now.Sub(lastDisk) >= diskEvery {
 				lastDisk = now
@@ -85,6 +79,37 @@ func watchLimits(ctx context.Context, pid int, l Limits) (ending, bool) {
 			}
 		}
 	}
+}
+
+// addSample appends s and drops the samples older than the window. A total
+// that went down (a process's time left the sum: one reaped by nobody, or
+// gone between two reads) says nothing about the window, so the window
+// starts again from s rather than subtract across the drop.
+func addSample(samples []cpuSample, s cpuSample) []cpuSample {
+	if n := len(samples); n > 0 && s.ticks < samples[n-1].ticks {
+		samples = samples[:0]
+	}
+	samples = append(samples, s)
+	for len(samples) > 1 && s.at.Sub(samples[0].at) > cpuWindow {
+		samples = samples[1:]
+	}
+	return samples
+}
+
+// cpuOver averages the cores used from the oldest sample to the newest and
+// says whether that is over limit. It judges only a full window (less one
+// sampling step), so a burst at start is not judged on its own.
+func cpuOver(samples []cpuSample, limit float64) (used float64, over bool) {
+	if limit <= 0 || len(samples) < 2 {
+		return 0, false
+	}
+	first, last := samples[0], samples[len(samples)-1]
+	span := last.at.Sub(first.at)
+	if span < cpuWindow-sampleEvery || last.ticks < first.ticks {
+		return 0, false
+	}
+	used = float64(last.ticks-first.ticks) / clockTicks / span.Seconds()
+	return used, used > limit
 }
 
 // sampleNamespace sums resident memory and CPU ticks (its own and its
