@@ -127,6 +127,7 @@ func TestCrashChildWriter(t *testing.T) {
 		name := fmt.Sprintf("obj%d", n%crashObjects)
 		var cur wallsv1.AddonWall
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "host1", Name: name}, &cur); err != nil {
+			fmt.Fprintln(os.Stderr, "child get:", err)
 			os.Exit(3)
 		}
 		v, _ := strconv.Atoi(cur.Labels["version"])
@@ -134,11 +135,13 @@ func TestCrashChildWriter(t *testing.T) {
 		next.ObjectMeta = cur.ObjectMeta
 		next.Labels = map[string]string{"version": strconv.Itoa(v + 1)}
 		if err := c.Update(ctx, next); err != nil {
+			fmt.Fprintln(os.Stderr, "child update:", err)
 			os.Exit(3)
 		}
 		cur.Status.Reason = "Version" + strconv.Itoa(v+1)
 		cur.ResourceVersion = next.ResourceVersion
 		if err := c.Status().Update(ctx, &cur); err != nil {
+			fmt.Fprintln(os.Stderr, "child status update:", err)
 			os.Exit(3)
 		}
 	}

@@ -449,3 +449,40 @@ func TestStatusWriteKeepsTheOwnersFile(t *testing.T) {
 		t.Fatalf("reopened: rv %s (want %s) mode %q transport %q", cur.ResourceVersion, w.ResourceVersion, cur.Status.Mode, cur.Spec.Launcher.Transport)
 	}
 }
+
+// TestOwnWritesNeverComeBackAsEdits writes one object as fast as the
+// store allows while the file watch runs. The watch reads files the store
+// is busy replacing; a read applied late would revert the object to an
+// older version (and the next write would conflict). Every write must
+// succeed and the versions seen must only go up.
+func TestOwnWritesNeverComeBackAsEdits(t *testing.T) {
+	s := openStore(t, "")
+	c := s.Client()
+	ctx := ctxT(t)
+	w := testWall("host1", "busy")
+	w.Labels = map[string]string{"n": "0"}
+	if err := c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	wt := watchFrom(t, s, w.ResourceVersion)
+	const writes = 300
+	for i := 1; i <= writes; i++ {
+		w.Labels["n"] = fmt.Sprint(i)
+		if i%2 == 0 {
+			w.Spec.Launcher.Args = []string{fmt.Sprint(i)}
+		}
+		if err := c.Update(ctx, w); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	last := 0
+	for last < writes {
+		ev := nextEvent(t, wt)
+		n := atoi(ev.Object.(*wallsv1.AddonWall).Labels["n"])
+		if n <= last {
+			t.Fatalf("version %d seen after %d: an old read of the file was applied", n, last)
+		}
+		last = n
+	}
+	noEvent(t, wt, 300*time.Millisecond)
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -169,6 +170,14 @@ func (s *Store) ingest(path string, data []byte, exists bool) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if s.isClosed() {
+		return
+	}
+	// The file was read before the lock was taken; the store may have
+	// written it since. Only the file as it is now, with no write able to
+	// slip in, may be applied: an older read applied late would undo the
+	// store's own write. A changed file has an event of its own coming.
+	if cur, err := readFileLimited(path); exists && (err != nil || !bytes.Equal(cur, data)) || !exists && err == nil {
+		s.scheduleCheck(path)
 		return
 	}
 	old := s.lookup(k, key)

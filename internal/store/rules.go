@@ -72,6 +72,9 @@ func prepareUpdate(k *kindInfo, old, in map[string]any, status bool) map[string]
 	for _, f := range droppedMeta {
 		delete(m, f)
 	}
+	if !k.namespaced {
+		delete(m, "namespace")
+	}
 	for _, f := range managedMeta {
 		if v, ok := oldMeta[f]; ok && v != nil {
 			m[f] = runtime.DeepCopyJSONValue(v)

@@ -23,7 +23,7 @@ type writeScope int
 
 const (
 	scopeMain   writeScope = iota // everything but status and managed metadata
-	scopeStatus                   // status only
+	scopeStatus                   // status only (and, in a file, only the metadata and status nodes)
 )
 
 // writeOpts carry the per-call options of a write.
@@ -224,9 +224,9 @@ func (s *Store) remove(k *kindInfo, key objKey, pre *metav1.Preconditions, o wri
 	if s.isClosed() {
 		return nil, errors.New("the store is closed")
 	}
-	old := s.lookup(k, key)
-	if old == nil {
-		return nil, notFound(k, key.name)
+	old, err := s.writable(k, key)
+	if err != nil {
+		return nil, err
 	}
 	if pre != nil {
 		m, _ := meta.Accessor(old.typed)
@@ -318,6 +318,11 @@ func (s *Store) deleteNow(old *entry, final *admitted) (*entry, error) {
 // else the owner edited it meanwhile and the write is refused.
 func (s *Store) writeEntryFile(e *entry, prev *entry, scope writeScope) error {
 	path := e.kind.path(s.dir, e.key)
+	if prev != nil && specEqual(prev.obj, e.obj) {
+		// Nothing but metadata or status changed: leave the rest of
+		// the file as it is, whatever scope the write had.
+		scope = scopeStatus
+	}
 	var prevData []byte
 	if prev != nil && !prev.fileGone {
 		data, err := readFileLimited(path)
