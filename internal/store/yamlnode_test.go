@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	wallsv1 "github.com/addonwall/addonwall/api/v1alpha1"
 )
 
 func TestParseDocumentRefuses(t *testing.T) {
@@ -228,11 +230,18 @@ func TestSymlinksAndFIFOsAreRefused(t *testing.T) {
 		ps := s.Problems()
 		return len(ps) == 1 && strings.Contains(ps[0].Message, "symbolic link")
 	})
-	if l := s.knownPaths(); len(l) != 0 {
-		t.Fatalf("a symlinked file was loaded: %v", l)
+	walls := func() int {
+		var l wallsv1.AddonWallList
+		if err := s.Client().List(ctxT(t), &l); err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Items)
+	}
+	if n := walls(); n != 0 {
+		t.Fatalf("a symlinked file was loaded (%d objects)", n)
 	}
 	// Positive control: the same content as a regular file loads.
 	data, _ := os.ReadFile(secret)
 	writeFile(t, dir+"/regular.yaml", string(data))
-	eventually(t, "the regular file to load", func() bool { return len(s.knownPaths()) == 1 })
+	eventually(t, "the regular file to load", func() bool { return walls() == 1 })
 }
