@@ -2,6 +2,7 @@ package crowhome
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"testing"
@@ -51,8 +52,10 @@ func helperSetChoice() int {
 func helperChurn() int {
 	file := os.Getenv("CROWHOME_TEST_FILE")
 	for i := 0; ; i++ {
+		// A random choice, so every round writes: a fixed pattern would be
+		// all no-ops once an earlier round had written it whole.
 		choice := ChoiceWalled
-		if i%2 == 1 {
+		if rand.IntN(2) == 1 {
 			choice = ChoiceNotWalled
 		}
 		if _, err := SetChoice(file, fmt.Sprintf("churn-%d", i%50), choice, time.Now()); err != nil {
