@@ -486,3 +486,38 @@ func TestOwnWritesNeverComeBackAsEdits(t *testing.T) {
 	}
 	noEvent(t, wt, 300*time.Millisecond)
 }
+
+// TestSaveByRenameIsAnEditNotADelete saves the way editors that keep a
+// backup do: rename the file away, write a new one, drop the backup. The
+// moment with no file must not read as a delete (which would give the
+// object a new UID and make controllers tear it down).
+func TestSaveByRenameIsAnEditNotADelete(t *testing.T) {
+	s := openStore(t, "")
+	c := s.Client()
+	ctx := ctxT(t)
+	w := testWall("host1", "vim")
+	if err := c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	wt := watchFrom(t, s, w.ResourceVersion)
+	path, _ := s.PathFor(w, "host1", "vim")
+	data, _ := os.ReadFile(path)
+	if err := os.Rename(path, path+"~"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	writeFile(t, path, strings.Replace(string(data), "command: node", "command: deno", 1))
+	os.Remove(path + "~")
+	ev := nextEvent(t, wt)
+	got := ev.Object.(*wallsv1.AddonWall)
+	if ev.Type != watch.Modified || got.UID != w.UID || got.Spec.Launcher.Command != "deno" {
+		t.Fatalf("save by rename: %s uid %s (was %s) command %q", ev.Type, got.UID, w.UID, got.Spec.Launcher.Command)
+	}
+	// Positive control: a file that stays gone is a delete.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, wt); ev.Type != watch.Deleted {
+		t.Fatalf("removed file: %s, want DELETED", ev.Type)
+	}
+}

@@ -38,6 +38,18 @@ func (s *Store) checkPaths(paths map[string]time.Time) map[string]time.Time {
 		case r.err == nil:
 			s.ingest(path, r.data, true)
 		case errors.Is(r.err, os.ErrNotExist):
+			// Editors that save by renaming the old file away and
+			// writing a new one leave a moment with no file at all:
+			// a file must stay gone for missingGrace to count as
+			// removed.
+			first := paths[path]
+			if first.IsZero() {
+				first = time.Now()
+			}
+			if time.Since(first) < missingGrace && s.knownPath(path) {
+				retry[path] = first
+				continue
+			}
 			s.ingest(path, nil, false)
 		case errors.Is(r.err, errUnsettled):
 			first := paths[path]
@@ -52,6 +64,23 @@ func (s *Store) checkPaths(paths map[string]time.Time) map[string]time.Time {
 		}
 	}
 	return retry
+}
+
+// missingGrace is how long a file must stay gone to count as removed.
+const missingGrace = 200 * time.Millisecond
+
+// knownPath says whether the store holds an object (or a problem) for
+// path, i.e. whether its absence would change anything.
+func (s *Store) knownPath(path string) bool {
+	if _, ok := s.problem(path); ok {
+		return true
+	}
+	ref, ok := s.parsePath(path)
+	if !ok || ref.kind == nil || ref.misplaced != "" {
+		return false
+	}
+	e := s.lookup(ref.kind, ref.key)
+	return e != nil && !e.fileGone
 }
 
 // knownContent says whether data is what the store already has for path:
