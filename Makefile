@@ -16,8 +16,9 @@ BENCHTIME   ?= 1x
 
 all: build
 
-build: ## Build the addonwall binary into bin/.
+build: ## Build the addonwall binary, and the small in-wall entry beside it, into bin/.
 	$(GO) build -o $(BIN) .
+	$(GO) build -o $(dir $(BIN))addonwall-entry ./cmd/addonwall-entry
 
 generate: ## Regenerate deepcopy code from the api/ markers.
 	$(TOOLS) controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...

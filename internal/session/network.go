@@ -312,6 +312,10 @@ func ensurePrivateDir(dir string) error {
 
 // entryBinary is the addonwall binary bound into every wall: EntryBinary,
 // else this process's own executable, at its real path.
+// EntryBinaryName is the small entry binary (cmd/addonwall-entry) the
+// controller prefers when it sits beside the addonwall binary.
+const EntryBinaryName = "addonwall-entry"
+
 func (p *WallPreparer) entryBinary() (string, error) {
 	bin := p.EntryBinary
 	if bin == "" {
@@ -320,6 +324,11 @@ func (p *WallPreparer) entryBinary() (string, error) {
 			return "", fmt.Errorf("finding addonwall's own binary, which runs as the wall's entry: %w", err)
 		}
 		bin = exe
+		// The small entry beside it starts in milliseconds; this binary
+		// (`addonwall wall-entry`) does the same, more slowly.
+		if fi, err := os.Stat(filepath.Join(filepath.Dir(exe), EntryBinaryName)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			bin = filepath.Join(filepath.Dir(exe), EntryBinaryName)
+		}
 	}
 	real, err := filepath.EvalSymlinks(bin)
 	if err != nil {

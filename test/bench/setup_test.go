@@ -34,7 +34,7 @@ import (
 const ns = "bench"
 
 // bins holds the addonwall and probe binaries built once.
-var bins struct{ addonwall, probe string }
+var bins struct{ addonwall, entry, probe string }
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -52,7 +52,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	for name, pkg := range map[string]string{"addonwall": ".", "probe": "./test/probe"} {
+	for name, pkg := range map[string]string{"addonwall": ".", "addonwall-entry": "./cmd/addonwall-entry", "probe": "./test/probe"} {
 		out := filepath.Join(dir, name)
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir, cmd.Stderr = root, os.Stderr
@@ -61,7 +61,7 @@ func TestMain(m *testing.M) {
 			panic(fmt.Sprintf("building %s: %v", name, err))
 		}
 	}
-	bins.addonwall, bins.probe = filepath.Join(dir, "addonwall"), filepath.Join(dir, "probe")
+	bins.addonwall, bins.entry, bins.probe = filepath.Join(dir, "addonwall"), filepath.Join(dir, "addonwall-entry"), filepath.Join(dir, "probe")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -141,7 +141,7 @@ func runController(tb testing.TB, p paths.Paths, env map[string]string) {
 		_ = runner.Run(ctx, runner.Options{Paths: p, Namespace: ns, MetricsAddr: "0", HealthAddr: "0",
 			Getenv: func(k string) string { return env[k] }, Log: logr.Discard(), Ready: ready,
 			// This process is the test binary: the walls run the real one.
-			WallPreparer: func(wp *session.WallPreparer) { wp.EntryBinary = bins.addonwall }})
+			WallPreparer: func(wp *session.WallPreparer) { wp.EntryBinary = bins.entry }})
 	}()
 	tb.Cleanup(func() { cancel(); <-done })
 	select {
