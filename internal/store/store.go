@@ -14,10 +14,26 @@
 // Owner files: when the store writes an object back, it edits the file's
 // existing YAML node tree rather than marshalling afresh, so an owner's
 // comments and key order survive (blank lines and indentation are
-// normalised). A status write touches only the status and metadata nodes.
-// This keeps one object in one file, which the owner can read whole and
-// which is replaced atomically; a status file beside it would split an
-// object across two files that cannot be replaced together.
+// normalised). A write that leaves spec alone (a status write, a label)
+// touches only the metadata and status nodes, so the owner's spec keeps
+// its exact text. This keeps one object in one file, which the owner can
+// read whole and which is replaced atomically; a status file beside it
+// would split an object across two files that cannot be replaced
+// together, and could be orphaned or go stale on its own.
+//
+// Hand edits: a changed file is read only once it has settled — no
+// process holds it open for writing (asked of the kernel with a read
+// lease) and two reads a moment apart agree — because editors and shell
+// redirection truncate and then write, and a half-written file often
+// still parses. It is applied only if it is still the file's content
+// under the write lock, so a late read can never undo the store's own
+// write. A spec change is an update (new resourceVersion, generation
+// bump); status and versions written by hand are ignored (status belongs
+// to the controller). A file that does not parse or validate is reported
+// (log, a Warning Event on the object, Problems) and the last good version
+// keeps serving; the store then refuses to overwrite that file until it is
+// fixed. A file gone for 200 ms is a delete (editors that save by rename
+// leave a shorter gap).
 package store
 
 import (
