@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,9 +112,12 @@ func BenchmarkConnectInitialize(b *testing.B) {
 					if v.name == "srt" && !haveSrt {
 						continue
 					}
-					d, err := initialize(ctx, v.cmd())
+					cmd := v.cmd()
+					var stderr strings.Builder
+					cmd.Stderr = &stderr
+					d, err := initialize(ctx, cmd)
 					if err != nil {
-						b.Fatalf("%s %s: %v", s.name, v.name, err)
+						b.Fatalf("%s %s: %v\n%s", s.name, v.name, err, stderr.String())
 					}
 					times[v.name] = append(times[v.name], d)
 				}
