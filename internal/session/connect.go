@@ -48,6 +48,15 @@ func (m *Manager) connect(ctx context.Context, c *net.UnixConn, id string) {
 		}
 	}
 	m.mu.Unlock()
+	if known && l == nil {
+		// An admission that failed on the file system is tried again now.
+		if rl, rt, rr, tried := m.readmit(ctx, id); tried {
+			l, tier, refusal = rl, rt, rr
+			if ll, ok := l.(interface{ Limits() Limits }); ok {
+				limits = ll.Limits()
+			}
+		}
+	}
 	switch {
 	case !known:
 		_ = writeLine(c, Reply{Message: fmt.Sprintf("the running controller knows no add-on %q", decide.Inert(id))})

@@ -88,6 +88,11 @@ type addon struct {
 	tier    wallsv1.Tier
 	refusal Reply
 	obs     controllers.Observed
+	// pending is an admission the next connect tries again (readmit.go);
+	// epoch counts admissions and refusals, so a retry never overwrites a
+	// newer answer of the reconciler's.
+	pending *pendingAdmission
+	epoch   uint64
 }
 
 func (m *Manager) entry(id string) *addon {
@@ -106,6 +111,7 @@ func (m *Manager) entry(id string) *addon {
 func (m *Manager) Admit(ctx context.Context, w *wallsv1.AddonWall, d decide.Decision) (controllers.Admission, error) {
 	l, adm, err := m.Preparer.Prepare(ctx, w, d)
 	if err != nil {
+		m.admitFailed(w, d, err)
 		return controllers.Admission{}, err
 	}
 	if eo, ok := m.Preparer.(egressObserver); ok {
@@ -119,6 +125,7 @@ func (m *Manager) Admit(ctx context.Context, w *wallsv1.AddonWall, d decide.Deci
 		a.obs.Evidence, a.obs.Verified = "", false
 	}
 	a.launch, a.tier, a.refusal = l, adm.Tier, Reply{}
+	a.pending, a.epoch = nil, a.epoch+1
 	return adm, nil
 }
 
@@ -129,6 +136,10 @@ func (m *Manager) Refuse(id, reason, message string) {
 	a := m.entry(id)
 	a.launch = nil
 	a.refusal = Reply{Reason: reason, Word: decide.Word(reason, decide.LangEN), Message: decide.Inert(message)}
+	a.epoch++
+	if !retryAtConnect(reason) {
+		a.pending = nil
+	}
 }
 
 // Forget implements controllers.Sessions.
