@@ -28,7 +28,11 @@ func initialize(ctx context.Context, cmd *exec.Cmd) (time.Duration, error) {
 	if err != nil {
 		return d, err
 	}
-	return d, cs.Close()
+	// Close's error is not part of the measure: a server that lingers after
+	// its stdin closed is ended by the SDK's SIGTERM to the connect
+	// command, whose connection then ends the child.
+	_ = cs.Close()
+	return d, nil
 }
 
 // BenchmarkConnectInitialize measures connect → MCP initialize answer for
