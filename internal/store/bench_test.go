@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -102,7 +103,7 @@ func BenchmarkStoreOpen(b *testing.B) {
 	s.Close()
 	b.ResetTimer()
 	for range b.N {
-		s2, err := Open(dir, newScheme(b), WithoutFileWatch())
+		s2, err := Open(dir, newScheme(b), WithoutFileWatch(), WithLogger(logr.Discard()))
 		if err != nil {
 			b.Fatal(err)
 		}
