@@ -77,10 +77,33 @@ func crowWatch(mgr manager.Manager, o Options, hints chan<- event.GenericEvent) 
 
 // dockerWatch keeps the docker event watch live and hints the host
 // reconciler whenever the watch goes up or down.
-func dockerWatch(mgr manager.Manager, o Options, eng *dockerwatch.Engine, hostHints chan<- event.GenericEvent) error {
+//
+// A container of an add-on's compose project that starts, stops or dies
+// wakes that add-on's AddonWall (the compose project is the add-on's id);
+// a hint with no project, sent when the watch comes back, wakes them all.
+func dockerWatch(mgr manager.Manager, o Options, eng *dockerwatch.Engine, hostHints, wallHints chan<- event.GenericEvent) error {
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		host := event.GenericEvent{Object: &wallsv1.WallHost{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}}
-		eng.Watch(ctx, o.Log.WithName("docker"), func(string) {}, func(bool) {
+		wake := func(project string) {
+			if crowhome.ValidID(project) != nil {
+				return
+			}
+			select {
+			case wallHints <- event.GenericEvent{Object: &wallsv1.AddonWall{ObjectMeta: metav1.ObjectMeta{Name: project, Namespace: o.Namespace}}}:
+			default:
+			}
+		}
+		eng.Watch(ctx, o.Log.WithName("docker"), func(project string) {
+			if project != "" {
+				wake(project)
+				return
+			}
+			if f, err := crowhome.ReadAddons(o.Paths.AddonsFile()); err == nil {
+				for id := range f.Entries {
+					wake(id)
+				}
+			}
+		}, func(bool) {
 			select {
 			case hostHints <- host:
 			default:

@@ -151,7 +151,7 @@ func Run(ctx context.Context, o Options) error {
 	prober := newProber(o, eng)
 	if eng != nil {
 		defer eng.Close()
-		if err := dockerWatch(mgr, o, eng, hostHints); err != nil {
+		if err := dockerWatch(mgr, o, eng, hostHints, wallHints); err != nil {
 			return err
 		}
 	}
