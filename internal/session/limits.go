@@ -65,7 +65,7 @@ func watchLimits(ctx context.Context, pid int, l Limits) (ending, bool) {
 		case now := <-tick.C:
 			rss, ticks := sampleNamespace(ns)
 			if l.Memory > 0 && rss > l.Memory {
-				return ending{reason: wallsv1.ReasonOverLimit, message: fmt.Sprintf("it used %s of memory, over its %s limit", size(rss), size(l.Memory))}, true
+				return ending{reason: wallsv1.ReasonOverLimit, message: fmt.Sprintf("it used %s of memory, over its %s limit", usage(rss), size(l.Memory))}, true
 			}
 			samples = addSample(samples, cpuSample{now, ticks})
 			if used, over := cpuOver(samples, l.CPU); over {
@@ -74,7 +74,7 @@ func watchLimits(ctx context.Context, pid int, l Limits) (ending, bool) {
 			if l.Disk > 0 && l.DataDir != "" && now.Sub(lastDisk) >= diskEvery {
 				lastDisk = now
 				if used := diskUsage(l.DataDir); used > l.Disk {
-					return ending{reason: wallsv1.ReasonOverLimit, message: fmt.Sprintf("its data folder holds %s, over its %s limit", size(used), size(l.Disk))}, true
+					return ending{reason: wallsv1.ReasonOverLimit, message: fmt.Sprintf("its data folder holds %s, over its %s limit", usage(used), size(l.Disk))}, true
 				}
 			}
 		}
@@ -174,6 +174,18 @@ func diskUsage(dir string) int64 {
 		return nil
 	})
 	return total
+}
+
+// usage is an amount over a limit, rounded up to the MiB below 10 GiB (to
+// the tenth of a GiB above), so it never reads as the limit itself: "65 MiB,
+// over its 64 MiB limit", not "64 MiB, over its 64 MiB limit".
+func usage(b int64) string {
+	const mi, gi = 1 << 20, 1 << 30
+	if b < 10*gi {
+		return fmt.Sprintf("%d MiB", (b+mi-1)/mi)
+	}
+	tenths := (b*10 + gi - 1) / gi
+	return fmt.Sprintf("%d.%d GiB", tenths/10, tenths%10)
 }
 
 func size(b int64) string {

@@ -127,6 +127,19 @@ func TestLimitWords(t *testing.T) {
 			t.Errorf("size(%d) = %q, want %q", b, got, want)
 		}
 	}
+	// An amount over a limit never reads as the limit.
+	for b, want := range map[int64]string{
+		64<<20 + 1:  "65 MiB",
+		64 << 20:    "64 MiB",
+		1<<30 + 1:   "1025 MiB",
+		10 << 30:    "10.0 GiB",
+		10<<30 + 1:  "10.1 GiB",
+		600<<20 - 5: "600 MiB",
+	} {
+		if got := usage(b); got != want {
+			t.Errorf("usage(%d) = %q, want %q", b, got, want)
+		}
+	}
 	for c, want := range map[float64]string{1: "1 core", 0.5: "0.5 cores", 2: "2 cores"} {
 		if got := cores(c); got != want {
 			t.Errorf("cores(%v) = %q, want %q", c, got, want)

@@ -136,3 +136,75 @@ func TestFilesystemServerInItsWall(t *testing.T) {
 
 	h.endSession(s, "fs", "walled")
 }
+
+// The real "everything" server from npm, walled, beside the same server
+// unwalled by the owner's choice: both answer a tool call through
+// `addonwall connect`; only the unwalled one sees the controller's
+// environment. The canaries are in this process's environment, which is the
+// controller's (the harness runs it in-process).
+//
+// SECURITY-CASES: ENV-01 (the allowlist holds; the unwalled control shows
+// the canary is there to leak), ENV-05 in part (the add-on's own value
+// arrives).
+func TestEverythingServerEnvironment(t *testing.T) {
+	e2eenv.Bwrap(t)
+	const plain, secret = "canary-plain-51c0e2", "canary-token-9b44d7"
+	t.Setenv("ADDONWALL_CANARY_PLAIN", plain)
+	t.Setenv("ADDONWALL_CANARY_TOKEN", secret)
+	h := newHome(t)
+	walled := h.installNodeServer("ev", "server-everything", nil, "stdio")
+	walled["env"] = map[string]string{"OWN_SETTING": "own-value-3e1f"}
+	open := h.installNodeServer("evopen", "server-everything", nil, "stdio")
+	open["env"] = map[string]string{"OWN_SETTING": "own-value-3e1f"}
+	h.write("mcp-addons.json", map[string]any{"ev": walled, "evopen": open})
+	h.write("addon-walls.json", map[string]any{"version": 1, "addons": map[string]any{
+		"evopen": map[string]any{"choice": "notWalled", "changedAt": "2026-11-01T00:00:00Z"}}})
+	h.runWalls(walledEnv(nil), nil)
+	h.waitWord("ev", "walled", 15*time.Second)
+	h.waitWord("evopen", "not walled (your choice)", 15*time.Second)
+
+	ctx := ctxFor(t, 2*time.Minute)
+	env := map[string]string{}
+	for _, id := range []string{"ev", "evopen"} {
+		s, err := h.mcpConnect(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tools, err := s.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tools.Tools) < 5 {
+			t.Fatalf("%s lists %d tools", id, len(tools.Tools))
+		}
+		if text, isErr, err := s.callText(ctx, "echo", map[string]any{"message": "hello " + id}); err != nil || isErr || text != "Echo: hello "+id {
+			t.Fatalf("%s echo: %q %v %v", id, text, isErr, err)
+		}
+		text, isErr, err := s.callText(ctx, "get-env", map[string]any{})
+		if err != nil || isErr {
+			t.Fatalf("%s get-env: %q %v %v", id, text, isErr, err)
+		}
+		env[id] = text
+		want := "walled"
+		if id == "evopen" {
+			want = "not walled (your choice)"
+		}
+		h.endSession(s, id, want)
+	}
+
+	for id, text := range env {
+		if !strings.Contains(text, `"OWN_SETTING": "own-value-3e1f"`) {
+			t.Errorf("%s: its own value did not arrive: %s", id, text)
+		}
+		if strings.Contains(text, secret) || strings.Contains(text, "ADDONWALL_CANARY_TOKEN") {
+			t.Errorf("%s: a secret-looking controller variable reached the add-on", id)
+		}
+	}
+	// Positive control: unwalled, the controller's plain variable arrives.
+	if !strings.Contains(env["evopen"], plain) {
+		t.Fatalf("the unwalled control does not see ADDONWALL_CANARY_PLAIN; the walled check below would prove nothing:\n%s", env["evopen"])
+	}
+	if strings.Contains(env["ev"], plain) || strings.Contains(env["ev"], "ADDONWALL_CANARY_PLAIN") {
+		t.Errorf("the controller's environment reached the walled add-on:\n%s", env["ev"])
+	}
+}
