@@ -237,8 +237,22 @@ func WalledArgs(p *plan.Plan) (*ArgList, error) {
 	// With an entry, the wall runs the entry, which starts the add-on.
 	argv := p.Argv()
 	opts = append(opts, WithCommand(argv[0], argv[1:]))
-	return Build(opts...)
+	a, err := Build(opts...)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(a.Args) + len(a.Argv()); n > MaxArgs {
+		return nil, fmt.Errorf("the wall needs %d bubblewrap arguments, over the %d that bubblewrap accepts: "+
+			"its %d mounts mask too many files one by one (every .env, and every hard link whose other names are outside the wall)",
+			n, MaxArgs, len(p.Mounts))
+	}
+	return a, nil
 }
+
+// MaxArgs is bubblewrap's limit on the arguments it parses, its command line
+// and --args together (MAX_ARGS in bubblewrap.c). A plan over it is refused
+// here, where it can be named, rather than by bubblewrap at each spawn.
+const MaxArgs = 9000
 
 // Encode writes an argument list as bubblewrap's --args reads it: every
 // argument followed by a NUL.

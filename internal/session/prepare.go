@@ -100,6 +100,12 @@ func (p *WallPreparer) Prepare(ctx context.Context, w *wallsv1.AddonWall, d deci
 		if err != nil {
 			return nil, controllers.Admission{}, err
 		}
+		// Every spawn builds bubblewrap's arguments; building them now puts
+		// a plan bubblewrap could not take (too many masks) on the card at
+		// once, not at the first connect.
+		if _, err := bwrap.WalledArgs(pl); err != nil {
+			return nil, controllers.Admission{}, fail(wallsv1.ReasonPlanFailed, "%w", err)
+		}
 		tier := wallsv1.TierWalled
 		if prog == nil {
 			tier = wallsv1.TierWalledNoSeccomp

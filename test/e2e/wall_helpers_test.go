@@ -201,15 +201,23 @@ func (h *home) installProbe(id string, manifest map[string]any, args ...string) 
 // installNodeServer installs one of the real MCP servers from npm as add-on
 // id: test/npm/node_modules is copied into the bundle's own node_modules, as
 // an installed bundle carries its dependencies (not hard-linked: a file with
-// names outside the wall is masked, since one of them may be a .env), and the entry runs node on the package's dist/index.js,
-// relative to the install folder (the wall's working folder).
+// names outside the wall is masked, since one of them may be a .env), and
+// the entry runs node on the package's dist/index.js, relative to the
+// install folder (the wall's working folder).
 func (h *home) installNodeServer(id, pkg string, manifest map[string]any, args ...string) map[string]any {
+	h.t.Helper()
+	return h.installNode(id, pkg, manifest, "-a", args...)
+}
+
+// installNode copies node_modules with `cp <how>`: "-a" copies, "-al"
+// hard-links every file, as pnpm's store does.
+func (h *home) installNode(id, pkg string, manifest map[string]any, how string, args ...string) map[string]any {
 	h.t.Helper()
 	e2eenv.Node(h.t)
 	src := e2eenv.NodeModules(h.t)
 	h.addon(id, manifest)
 	dst := filepath.Join(h.paths.InstallDir(id), "node_modules")
-	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", how, src, dst).CombinedOutput(); err != nil {
 		h.t.Fatalf("copying %s into the bundle: %v %s", src, err, out)
 	}
 	entry := filepath.Join("node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	wallsv1 "github.com/addonwall/addonwall/api/v1alpha1"
 	"github.com/addonwall/addonwall/internal/e2eenv"
 )
 
@@ -206,5 +207,33 @@ func TestEverythingServerEnvironment(t *testing.T) {
 	}
 	if strings.Contains(env["ev"], plain) || strings.Contains(env["ev"], "ADDONWALL_CANARY_PLAIN") {
 		t.Errorf("the controller's environment reached the walled add-on:\n%s", env["ev"])
+	}
+}
+
+// The same filesystem server installed with every file of node_modules a
+// hard link (as pnpm's store installs it). Each link is masked, since its
+// other names may be a .env outside the wall; that is more masks than
+// bubblewrap takes arguments. The add-on is off at once, with the limit
+// named on its card, rather than walled until bubblewrap refuses at the
+// first connect. The copied install in TestFilesystemServerInItsWall is the
+// positive control.
+//
+// SECURITY-CASES: FS-03 (masks hold for the file, not the name: a hard
+// link is masked), FAULT-15 in spirit (a wall that cannot be set up is off
+// with a card).
+func TestHardLinkedBundleIsOffWithTheLimitNamed(t *testing.T) {
+	e2eenv.Bwrap(t)
+	h := newHome(t)
+	entry := h.installNode("linked", "server-filesystem", nil, "-al", "/")
+	h.write("mcp-addons.json", map[string]any{"linked": entry})
+	h.runWalls(walledEnv(nil), nil)
+	w := h.waitWord("linked", "off: it could not run inside its wall", 30*time.Second)
+	if w.Status.Reason != wallsv1.ReasonPlanFailed || w.Status.Failure == nil ||
+		!strings.Contains(w.Status.Failure.Message, "over the 9000 that bubblewrap accepts") {
+		t.Fatalf("reason %s, card %+v; want PlanFailed naming bubblewrap's limit", w.Status.Reason, w.Status.Failure)
+	}
+	out, err := h.connectOnce("linked")
+	if err == nil || !strings.Contains(out, "over the 9000 that bubblewrap accepts") {
+		t.Fatalf("connect: %v\n%s", err, out)
 	}
 }
