@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wallsv1 "github.com/addonwall/addonwall/api/v1alpha1"
@@ -27,7 +28,8 @@ import (
 //
 // SECURITY-CASES: FAULT-02 (a bwrap that cannot make a namespace), FAULT-03
 // (a probe that hangs), FAULT-05 (a filter the kernel refuses), FAULT-08 and
-// FS-06 (bind sources swapped for symlinks after admission), FAULT-13 (no
+// FS-06 (bind sources swapped for symlinks after admission), FAULT-03 (a
+// bwrap that lies is caught by attestation), FAULT-13 (no
 // unwalled retry: the marker never appears, across repeated connects).
 
 // faultAddon installs add-on id whose command marks unwalled runs in
@@ -231,6 +233,55 @@ exec %[2]s "$@"`, dir, real))
 	if _, err := os.Stat(filepath.Join(h.paths.DataDir, "f", "ran")); err == nil {
 		t.Error("the add-on's command ran although its filter was refused")
 	}
+}
+
+// A bubblewrap that lies: it reports a wall (the JSON status with a
+// child-pid) but runs something else with no namespace, no filter and every
+// capability. Two checks stand in its way: the wall's entry never reports
+// that it started the add-on, and attestation reads the child from outside
+// and finds no wall. Either ends it: the add-on is off with a card, and
+// what ran is killed.
+func TestFaultBwrapThatLies(t *testing.T) {
+	h := newHome(t)
+	tag := fmt.Sprintf("8%05d.%d", os.Getpid()%100000, time.Now().UnixNano()%1000)
+	// Mock: a real bubblewrap does not lie. The stand-in passes the probe
+	// through to the real one, so the host reads as usable, and for a
+	// spawn writes the status bubblewrap would and runs a sleep unwalled.
+	fake := h.fakeBwrap("bwrap-lies", fmt.Sprintf(`if [ "$1" = --args ] && [ "$4" != /usr/bin/true ]; then
+  status=$(sed -z -n '/^--json-status-fd$/{n;p}' < /proc/self/fd/$2 | tr -d '\0')
+  [ -n "$status" ] || { echo "the stand-in found no --json-status-fd" >&2; exit 99; }
+  printf '{"child-pid": %%d}\n' $$ >&"$status"
+  exec sleep %s
+fi
+exec %s "$@"`, tag, e2eenv.Bwrap(t)))
+	h.write("mcp-addons.json", map[string]any{"f": h.faultAddon("f", nil, false)})
+	h.runWalls(walledEnv(nil), func(o *runner.Options) { o.BwrapPath = fake })
+	h.waitWord("f", "walled", 15*time.Second)
+
+	done, stderr := h.openSession("f")
+	w := h.waitWord("f", "off: it could not run inside its wall", 30*time.Second)
+	if w.Status.Failure == nil || (w.Status.Reason != wallsv1.ReasonWallNotVerified && w.Status.Reason != wallsv1.ReasonWallFailed) {
+		t.Fatalf("reason %s, card %+v; want WallNotVerified or WallFailed with a card", w.Status.Reason, w.Status.Failure)
+	}
+	if w.Status.Reason == wallsv1.ReasonWallNotVerified {
+		for _, want := range []string{"Seccomp", "NoNewPrivs", "namespace"} {
+			if !strings.Contains(w.Status.Failure.Message, want) {
+				t.Errorf("the card does not give the evidence (%s): %s", want, w.Status.Failure.Message)
+			}
+		}
+	}
+	if c := meta.FindStatusCondition(w.Status.Conditions, wallsv1.WallVerifiedCondition); c != nil && c.Status == "True" {
+		t.Errorf("the lying wall was recorded as verified: %+v", c)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("connect did not end when the wall failed to verify: %s", stderr.String())
+	}
+	eventually(t, 10*time.Second, "the unwalled sleep is ended", func() (bool, string) {
+		pids := pidsWithArg(tag)
+		return len(pids) == 0, fmt.Sprintf("still running: %v", pids)
+	})
 }
 
 // The data folder and a granted folder are swapped for symlinks after the
