@@ -64,7 +64,8 @@ func (r *WallHostReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		if err := r.Client.Create(ctx, &h); err != nil && !apierrors.IsAlreadyExists(err) {
 			return reconcile.Result{}, fmt.Errorf("creating this host's WallHost %s (will retry): %w", r.Name, err)
 		}
-		return reconcile.Result{Requeue: true}, nil
+		// Its creation wakes this reconciler again.
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("reading this host's WallHost %s (will retry): %w", r.Name, err)

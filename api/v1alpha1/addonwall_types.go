@@ -327,7 +327,3 @@ type AddonWallList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []AddonWall `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&AddonWall{}, &AddonWallList{})
-}

@@ -146,7 +146,3 @@ type WallHostList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []WallHost `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&WallHost{}, &WallHostList{})
-}

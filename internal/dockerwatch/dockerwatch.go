@@ -26,10 +26,10 @@ type Engine struct {
 	live atomic.Bool
 }
 
-// New connects lazily, from DOCKER_HOST and friends, negotiating the API
-// version down to older engines such as Debian's.
+// New connects lazily, from DOCKER_HOST and friends; the client negotiates
+// the API version down to older engines such as Debian's.
 func New() (*Engine, error) {
-	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	c, err := client.New(client.FromEnv)
 	if err != nil {
 		return nil, fmt.Errorf("making the docker client (docker is treated as unreachable): %w", err)
 	}

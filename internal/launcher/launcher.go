@@ -40,7 +40,7 @@ func Resolve(command, installDir, pin string) (Resolved, error) {
 	}
 	for _, part := range strings.Split(command, "/") {
 		if part == ".." {
-			return Resolved{}, fmt.Errorf("command %q climbs out with ..", command)
+			return Resolved{}, fmt.Errorf("command %q has a .. element", command)
 		}
 	}
 	var real string

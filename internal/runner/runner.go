@@ -128,7 +128,8 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("building the manager: %w", err)
 	}
 	if recorder == nil {
-		recorder = mgr.GetEventRecorderFor //nolint:staticcheck // the old events API is what the file store records too
+		//lint:ignore SA1019 the old events API is what the file store records too, so both modes show the same events
+		recorder = mgr.GetEventRecorderFor
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

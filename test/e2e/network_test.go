@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/addonwall/addonwall/internal/e2eenv"
+	"github.com/addonwall/addonwall/internal/egress"
 	"github.com/addonwall/addonwall/internal/runner"
 	wallsession "github.com/addonwall/addonwall/internal/session"
 )
@@ -339,11 +340,13 @@ func newNetHome(t *testing.T) *netHome {
 			}
 			// A stand-in for internal/listener's check: the test owns
 			// the echo server, and allows that one listener only.
-			p.ListenerCheck = func(_ context.Context, a netip.AddrPort, _ bool) error {
-				if a == netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(h.echoPort)) {
-					return nil
+			p.ListenerFor = func(string) egress.ListenerCheck {
+				return func(_ context.Context, a netip.AddrPort, _ bool) error {
+					if a == netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(h.echoPort)) {
+						return nil
+					}
+					return errors.New("not the test's listener")
 				}
-				return errors.New("not the test's listener")
 			}
 		}
 	})
