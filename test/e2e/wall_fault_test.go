@@ -26,11 +26,12 @@ import (
 // control is the same command, unwalled by the owner's choice, in the same
 // controller: its marker does appear.
 //
-// SECURITY-CASES: FAULT-02 (a bwrap that cannot make a namespace), FAULT-03
-// (a probe that hangs), FAULT-05 (a filter the kernel refuses), FAULT-08 and
-// FS-06 (bind sources swapped for symlinks after admission), FAULT-03 (a
-// bwrap that lies is caught by attestation), FAULT-13 (no
-// unwalled retry: the marker never appears, across repeated connects).
+// SECURITY-CASES: FAULT-01 (no bwrap at all: setpriv, no card), FAULT-02
+// (a bwrap that cannot make a namespace), FAULT-03 (a probe that hangs; a
+// bwrap that lies about its wall), FAULT-05 (a filter the kernel refuses),
+// FAULT-08 and FS-06 (bind sources swapped for symlinks after admission,
+// and a swap race), FAULT-13 (no unwalled retry: the marker never appears,
+// across repeated connects).
 
 // faultAddon installs add-on id whose command marks unwalled runs in
 // markers/<id> and walled runs in its own data folder (data/<id>/ran),
@@ -137,6 +138,44 @@ func (h *home) refusedEveryTime(id string, n int) {
 	}
 	if h.ranUnwalled(id) {
 		h.t.Fatalf("%s ran outside a wall after a walled attempt failed", id)
+	}
+}
+
+// No bubblewrap installed at all: the seed's answer is not a card but "not
+// walled on this computer; docker reachable", with the child under setpriv
+// --no-new-privs where setpriv exists. The probe shows the flag from inside;
+// a plain spawn (the owner's choice) beside it shows the flag is setpriv's.
+//
+// SECURITY-CASES: FAULT-01.
+func TestFaultNoBwrapRunsUnderSetpriv(t *testing.T) {
+	h := newHome(t)
+	if _, err := os.Stat("/usr/bin/setpriv"); err != nil {
+		if _, err := os.Stat("/bin/setpriv"); err != nil {
+			e2eenv.Need(t, false, "setpriv is not installed")
+		}
+	}
+	h.write("mcp-addons.json", map[string]any{"p": h.installProbe("p", nil), "plain": h.installProbe("plain", nil)})
+	h.write("addon-walls.json", map[string]any{"version": 1, "addons": map[string]any{
+		"plain": map[string]any{"choice": "notWalled", "changedAt": "2026-11-01T00:00:00Z"}}})
+	h.runWalls(walledEnv(nil), func(o *runner.Options) { o.BwrapPath = filepath.Join(h.root, "no-such-bwrap") })
+	h.waitWord("p", "not walled on this computer; docker reachable", 15*time.Second)
+	h.waitWord("plain", "not walled (your choice)", 15*time.Second)
+	ctx := ctxFor(t, 2*time.Minute)
+	flags := map[string]string{}
+	for _, id := range []string{"p", "plain"} {
+		s, err := h.mcpConnect(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.probeReport(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flags[id] = r.Self.NoNewPrivs
+		h.endSession(s, id, map[string]string{"p": "not walled on this computer; docker reachable", "plain": "not walled (your choice)"}[id])
+	}
+	if flags["p"] != "1" || flags["plain"] != "0" {
+		t.Errorf("NoNewPrivs: %q without bubblewrap (want 1, setpriv), %q for a plain spawn (want 0)", flags["p"], flags["plain"])
 	}
 }
 
