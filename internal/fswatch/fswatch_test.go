@@ -111,12 +111,35 @@ func TestTreeSeesManifestsOfNewBundles(t *testing.T) {
 func TestBurstIsOneHint(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "mcp-addons.json")
-	out := start(t, func(w *Watcher) { w.File(f) })
-	for i := 0; i < 20; i++ {
+	w, err := New(logr.Discard(), 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.File(f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := make(chan struct{}, 1)
+	go func() { _ = w.Run(ctx, out) }()
+
+	const writes = 20
+	for i := 0; i < writes; i++ {
 		if err := os.WriteFile(f, []byte{byte('0' + i%10)}, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	expectHint(t, out, "a burst of writes")
-	expectQuiet(t, out, "the burst was already hinted")
+	// Count the hints the burst gives. Within one settle window it is one;
+	// a heavily loaded machine may split the burst once, never into many.
+	hints := 0
+	deadline := time.After(2 * time.Second)
+	for done := false; !done; {
+		select {
+		case <-out:
+			hints++
+		case <-deadline:
+			done = true
+		}
+	}
+	if hints < 1 || hints > 2 {
+		t.Fatalf("%d writes in a burst gave %d hints, want 1 (2 at most on a loaded machine)", writes, hints)
+	}
 }
