@@ -406,6 +406,9 @@ func TestWriterCrashSafety(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// The churn writer never stops by itself: a failing round must not
+		// leave it running.
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
 		// Kill only once the writer is busy writing: wait for its first
 		// change to the file, then a random moment more.
 		before, _ := Fingerprint(file)
