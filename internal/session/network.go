@@ -464,13 +464,21 @@ func newWalledProcess(ctx context.Context, b *bwrapProcess, n *wallNetwork) (*wa
 	}
 }
 
-// addonPid finds the add-on: the one child of the entry, which is the one
-// child of the wall's pid 1. The entry is multi-threaded, so every
-// thread's children are read.
+// addonPid finds the add-on: the child of the entry that runs a program of
+// its own, the entry being the one child of the wall's pid 1. The entry is
+// multi-threaded, so every thread's children are read. A child that still
+// runs the entry's own image is not the add-on: a fork is the entry until it
+// execs, and the Go runtime in the entry forks a short-lived child of its
+// own (the CLONE_PIDFD check) before it starts the add-on. Taking that one
+// would attest, watch and end a process that is already gone.
 func addonPid(entryPid func() (int, error)) (int, error) {
 	entry, err := entryPid()
 	if err != nil || entry <= 0 {
 		return 0, err
+	}
+	entryExe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", entry))
+	if err != nil {
+		return 0, nil // not readable yet, or gone: the caller asks again
 	}
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", entry))
 	if err != nil {
@@ -481,8 +489,14 @@ func addonPid(entryPid func() (int, error)) (int, error) {
 		if err != nil {
 			continue // a thread that just ended
 		}
-		if f := strings.Fields(string(data)); len(f) > 0 {
-			return strconv.Atoi(f[0])
+		for _, f := range strings.Fields(string(data)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				return 0, err
+			}
+			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe != entryExe {
+				return pid, nil
+			}
 		}
 	}
 	return 0, nil
