@@ -50,9 +50,21 @@ func watchLimits(ctx context.Context, pid int, l Limits) (ending, bool) {
 	if l.Memory <= 0 && l.CPU <= 0 && (l.Disk <= 0 || l.DataDir == "") {
 		return ending{}, false
 	}
+	// A wall whose limits cannot be watched is not left to run unwatched:
+	// the namespace is asked for until attestation would have given up,
+	// and then the wall is ended. A child that is simply gone ends its
+	// session first (ctx), and then nothing is reported.
 	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
-	if err != nil {
-		return ending{}, false
+	for deadline := time.Now().Add(attestWait); err != nil; {
+		if time.Now().After(deadline) {
+			return ending{reason: wallsv1.ReasonWallNotVerified, message: fmt.Sprintf("its limits cannot be watched: %v", err)}, true
+		}
+		select {
+		case <-ctx.Done():
+			return ending{}, false
+		case <-time.After(50 * time.Millisecond):
+		}
+		ns, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
 	}
 	tick := time.NewTicker(sampleEvery)
 	defer tick.Stop()

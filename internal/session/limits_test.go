@@ -1,9 +1,13 @@
 package session
 
 import (
+	"context"
 	"math"
+	"os"
 	"testing"
 	"time"
+
+	wallsv1 "github.com/addonwall/addonwall/api/v1alpha1"
 )
 
 // The CPU limit is judged on an average over 30 s: an end-to-end test of it
@@ -144,5 +148,29 @@ func TestLimitWords(t *testing.T) {
 		if got := cores(c); got != want {
 			t.Errorf("cores(%v) = %q, want %q", c, got, want)
 		}
+	}
+}
+
+// A wall whose limits cannot be watched (its process cannot be read) is
+// ended rather than left to run unwatched; ending the session first
+// reports nothing.
+func TestLimitsThatCannotBeWatchedEndTheWall(t *testing.T) {
+	l := Limits{Memory: 64 << 20}
+	const gone = 0x3ffffffe // above pid_max: no such process
+	e, bad := watchLimits(context.Background(), gone, l)
+	if !bad || e.reason != wallsv1.ReasonWallNotVerified {
+		t.Fatalf("unwatchable limits: %+v %v, want the wall ended", e, bad)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if e, bad := watchLimits(ctx, gone, l); bad {
+		t.Fatalf("a session already over reported %+v", e)
+	}
+	// Positive control: a live process is watched, and with nothing over
+	// its limit nothing is reported before the session ends.
+	ctx, cancel = context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	if e, bad := watchLimits(ctx, os.Getpid(), Limits{Memory: 1 << 40}); bad {
+		t.Fatalf("a live process under its limit reported %+v", e)
 	}
 }
