@@ -313,3 +313,35 @@ func (h *home) endSession(s *session, id, want string) {
 		h.t.Errorf("a session the client ended left a card on %s: %+v (last exit: %s)", id, w.Status.Failure, last)
 	}
 }
+
+// probeOnce runs one MCP session with the probe add-on id, calls its tool
+// with in, ends the session and expects the add-on to read want after it.
+func (h *home) probeOnce(id, want string, in map[string]any, within time.Duration) (*report.Report, error) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	s, err := h.mcpConnect(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.probeReport(ctx, in)
+	h.endSession(s, id, want)
+	return r, err
+}
+
+// probeControl is probeOnce for an unwalled control. Unwalled, the probe
+// reads every process of the host and makes its attempts as root outside
+// any wall, so a host busy with other work can stall it (once, in a full
+// run, for minutes); one retry keeps that from failing a test about walls.
+func (h *home) probeControl(id, want string, in map[string]any) *report.Report {
+	h.t.Helper()
+	r, err := h.probeOnce(id, want, in, 90*time.Second)
+	if err != nil {
+		h.t.Logf("the unwalled control %s did not answer (%v); trying once more", id, err)
+		r, err = h.probeOnce(id, want, in, 90*time.Second)
+	}
+	if err != nil {
+		h.t.Fatalf("the unwalled control %s: %v", id, err)
+	}
+	return r
+}

@@ -80,25 +80,16 @@ func TestProbeInsideTheWall(t *testing.T) {
 	h.waitWord("pw", "walled", 15*time.Second)
 	h.waitWord("pu", "not walled (your choice)", 15*time.Second)
 
-	ctx := ctxFor(t, 3*time.Minute)
-	reports := map[string]*report.Report{}
-	for _, id := range []string{"pw", "pu"} {
-		s, err := h.mcpConnect(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := s.probeReport(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+	in, err := h.probeOnce("pw", "walled", nil, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := h.probeControl("pu", "not walled (your choice)", nil)
+	for id, r := range map[string]*report.Report{"pw": in, "pu": out} {
 		if len(r.Errors) > 0 {
 			t.Errorf("%s: the probe could not examine: %v", id, r.Errors)
 		}
-		reports[id] = r
-		want := map[string]string{"pw": "walled", "pu": "not walled (your choice)"}[id]
-		h.endSession(s, id, want)
 	}
-	in, out := reports["pw"], reports["pu"]
 	if flags, err := unix.FcntlInt(uintptr(leak), unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC == 0 {
 		t.Errorf("the controller did not mark the leaked descriptor close-on-exec before spawning (flags %d, %v)", flags, err)
 	}
