@@ -154,7 +154,8 @@ func TestMemoryLimitStopsTheWall(t *testing.T) {
 	waitFile(t, filepath.Join(h.paths.DataDir, "roomy", "held"), 60*time.Second)
 	select {
 	case <-roomyDone:
-		t.Fatal("the add-on under its limit was stopped")
+		w, _ := h.wall("roomy")
+		t.Fatalf("the add-on under its limit was stopped: %s %+v", w.Status.Reason, w.Status.Failure)
 	case <-time.After(4 * time.Second):
 	}
 	if w, _ := h.wall("roomy"); w.Status.Sessions.Active != 1 || w.Status.Failure != nil {
@@ -217,7 +218,8 @@ func TestDiskLimitStopsTheWall(t *testing.T) {
 	}
 	select {
 	case <-roomyDone:
-		t.Fatal("the add-on under its disk limit was stopped")
+		w, _ := h.wall("roomy")
+		t.Fatalf("the add-on under its disk limit was stopped: %s %+v", w.Status.Reason, w.Status.Failure)
 	case <-time.After(time.Until(wrote.Add(11500 * time.Millisecond))):
 	}
 	if w, _ := h.wall("roomy"); w.Status.Sessions.Active != 1 || w.Status.Failure != nil {
