@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -101,35 +99,4 @@ func memfdWith(name string, data []byte) (*os.File, error) {
 		return nil, fmt.Errorf("rewind memfd for %s: %w", name, err)
 	}
 	return f, nil
-}
-
-// closeOnExecAll marks every descriptor above stdio close-on-exec, so a
-// descriptor someone else in this process opened without O_CLOEXEC cannot
-// reach bubblewrap and through it the add-on (bubblewrap passes unknown
-// descriptors on). os/exec clears the flag only on the ExtraFiles it dup2s
-// into place. Holding syscall.ForkLock for reading keeps a concurrent fork
-// from running between two flag changes.
-func closeOnExecAll() error {
-	syscall.ForkLock.RLock()
-	defer syscall.ForkLock.RUnlock()
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return fmt.Errorf("list this process's descriptors: %w", err)
-	}
-	for _, e := range entries {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd <= 2 {
-			continue
-		}
-		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
-		if err != nil {
-			continue // the descriptor ReadDir itself used, closed by now
-		}
-		if flags&unix.FD_CLOEXEC == 0 {
-			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, flags|unix.FD_CLOEXEC); err != nil {
-				return fmt.Errorf("mark descriptor %d close-on-exec: %w", fd, err)
-			}
-		}
-	}
-	return nil
 }

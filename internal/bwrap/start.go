@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/addonwall/addonwall/internal/cloexec"
 	"github.com/addonwall/addonwall/internal/plan"
 )
 
@@ -353,7 +354,7 @@ func (c *Child) run(files []*os.File) error {
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		if err := closeOnExecAll(); err != nil {
+		if err := cloexec.AboveStdio(); err != nil {
 			started <- err
 			close(c.procDone)
 			return

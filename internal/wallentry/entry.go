@@ -15,8 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/addonwall/addonwall/internal/cloexec"
 	"github.com/addonwall/addonwall/internal/egress"
 )
 
@@ -62,7 +61,7 @@ func Run(ctx context.Context, cfg Config, argv []string) (int, error) {
 	}
 	// The add-on inherits exactly fds 0, 1 and 2: whatever else reached
 	// this process (from bubblewrap or before it) stays here.
-	if err := closeOnExecAll(); err != nil {
+	if err := cloexec.AboveStdio(); err != nil {
 		return ExitEntryFailed, err
 	}
 	e, err := start(ctx, cfg, net.Listen)
@@ -254,31 +253,4 @@ func splice(a, b net.Conn) {
 	go pipe(a, b)
 	wg.Wait()
 	closeBoth()
-}
-
-// closeOnExecAll marks every descriptor above 2 close-on-exec. Go opens
-// its own with the flag; this catches any the entry was handed.
-func closeOnExecAll() error {
-	syscall.ForkLock.RLock()
-	defer syscall.ForkLock.RUnlock()
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return fmt.Errorf("listing the entry's descriptors (the add-on does not start, as none may reach it): %w", err)
-	}
-	for _, d := range entries {
-		fd, err := strconv.Atoi(d.Name())
-		if err != nil || fd <= 2 {
-			continue
-		}
-		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
-		if err != nil {
-			continue // the descriptor ReadDir itself used, closed by now
-		}
-		if flags&unix.FD_CLOEXEC == 0 {
-			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, flags|unix.FD_CLOEXEC); err != nil {
-				return fmt.Errorf("marking descriptor %d close-on-exec (the add-on does not start): %w", fd, err)
-			}
-		}
-	}
-	return nil
 }
