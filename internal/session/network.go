@@ -19,6 +19,7 @@ import (
 
 	wallsv1 "github.com/addonwall/addonwall/api/v1alpha1"
 	"github.com/addonwall/addonwall/internal/crowhome"
+	"github.com/addonwall/addonwall/internal/doors"
 	"github.com/addonwall/addonwall/internal/egress"
 	"github.com/addonwall/addonwall/internal/plan"
 	"github.com/addonwall/addonwall/internal/planfacts"
@@ -213,12 +214,14 @@ type wallNetwork struct {
 	entry     wallentry.Config
 	binary    string
 	dropped   []string
+	door      wallDoor
 	closeOnce sync.Once
 }
 
-// open makes the spawn's relay from the add-on's profile and entry, and
-// the entry's config. Any error means no wall: the add-on stays off.
-func (n *wallNetwork) open(ctx context.Context, p *WallPreparer, w *wallsv1.AddonWall, e crowhome.Entry) error {
+// open makes the spawn's relay from the add-on's profile and entry, its
+// door when set has doors, and the entry's config. Any error means no
+// wall: the add-on stays off.
+func (n *wallNetwork) open(ctx context.Context, p *WallPreparer, w *wallsv1.AddonWall, e crowhome.Entry, set doors.Set) error {
 	n.rules, n.dropped = networkRules(w.Spec.Profile, e.Env)
 	if p.EgressDeny != nil {
 		list, err := p.EgressDeny(ctx)
@@ -263,8 +266,14 @@ func (n *wallNetwork) open(ctx context.Context, p *WallPreparer, w *wallsv1.Addo
 		n.close()
 		return fail(wallsv1.ReasonWallFailed, "finding its relay's folder: %w", err)
 	}
+	if !set.Empty() {
+		if err := n.door.open(p, w.Name, set, filepath.Dir(n.relay.SocketPath())); err != nil {
+			n.close()
+			return err
+		}
+	}
 	var skipped []string
-	n.entry, skipped = wallentry.ConfigFor(n.rules, plan.RelayDirPath+"/"+egress.SocketName)
+	n.entry, skipped = wallentry.ConfigFor(n.rules, plan.RelayDirPath+"/"+egress.SocketName, n.door.entry)
 	n.dropped = append(n.dropped, skipped...)
 	return nil
 }
@@ -287,6 +296,7 @@ func (n *wallNetwork) request() (*planfacts.EntryRequest, error) {
 // network that never opened, and more than once.
 func (n *wallNetwork) close() {
 	n.closeOnce.Do(func() {
+		n.door.close()
 		if n.relay != nil {
 			_ = n.relay.Close()
 		}
@@ -518,9 +528,9 @@ func (w *walledProcess) Wait() Exit {
 
 // networkDropped says, at admission, which network.hosts values a spawn
 // will leave out and why: the same rules each spawn applies.
-func networkDropped(prof wallsv1.Profile, env crowhome.Env) []string {
+func networkDropped(prof wallsv1.Profile, env crowhome.Env, door wallentry.Door) []string {
 	rules, dropped := networkRules(prof, env)
-	_, skipped := wallentry.ConfigFor(rules, plan.RelayDirPath+"/"+egress.SocketName)
+	_, skipped := wallentry.ConfigFor(rules, plan.RelayDirPath+"/"+egress.SocketName, door)
 	return append(dropped, skipped...)
 }
 

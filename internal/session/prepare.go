@@ -18,12 +18,14 @@ import (
 	"github.com/addonwall/addonwall/internal/bwrap"
 	"github.com/addonwall/addonwall/internal/crowhome"
 	"github.com/addonwall/addonwall/internal/decide"
+	"github.com/addonwall/addonwall/internal/doors"
 	"github.com/addonwall/addonwall/internal/egress"
 	"github.com/addonwall/addonwall/internal/launcher"
 	"github.com/addonwall/addonwall/internal/paths"
 	"github.com/addonwall/addonwall/internal/plan"
 	"github.com/addonwall/addonwall/internal/planfacts"
 	"github.com/addonwall/addonwall/internal/seccomp"
+	"github.com/addonwall/addonwall/internal/wallentry"
 )
 
 // Default limits (the forge cells' app defaults).
@@ -75,6 +77,9 @@ type WallPreparer struct {
 	// Tests only; see its type.
 	TestOnlyEgress *TestOnlyEgress
 
+	// doors holds the door tokens of the spawns running now (their sums).
+	doors doors.Registry
+
 	egressMu   sync.Mutex
 	egress     map[string]*egressCounts
 	egressHint func(id string)
@@ -114,7 +119,17 @@ func (p *WallPreparer) Prepare(ctx context.Context, w *wallsv1.AddonWall, d deci
 		for _, u := range pl.Unbound {
 			adm.Dropped = append(adm.Dropped, fmt.Sprintf("%s not bound: %s", u.Path, u.Reason))
 		}
-		adm.Dropped = append(adm.Dropped, networkDropped(w.Spec.Profile, entry.Env)...)
+		set, doorsDropped := doorSet(w)
+		var door wallentry.Door
+		if !set.Empty() {
+			port, err := p.gatewayPort()
+			if err != nil {
+				return nil, controllers.Admission{}, fail(wallsv1.ReasonInvalidInput, "its doors: %w", err)
+			}
+			door = wallentry.Door{Port: port, Socket: plan.RelayDirPath + "/" + doorSocketName}
+		}
+		adm.Dropped = append(adm.Dropped, networkDropped(w.Spec.Profile, entry.Env, door)...)
+		adm.Dropped = append(adm.Dropped, doorsDropped...)
 		p.planEgress(w.Name, adm.PlanHash)
 		return wl, adm, nil
 	case decide.SpawnPlain, decide.SpawnSetpriv:
@@ -234,6 +249,7 @@ func (l *walledLaunch) build(ctx context.Context, nw *wallNetwork) (*plan.Plan, 
 		return out
 	}
 	prof := l.w.Spec.Profile
+	set, _ := doorSet(l.w)
 	var own []plan.EnvVar
 	for _, k := range entry.Env.Keys() {
 		v, _ := entry.Env.Get(k)
@@ -258,6 +274,7 @@ func (l *walledLaunch) build(ctx context.Context, nw *wallNetwork) (*plan.Plan, 
 		OwnEnvFile:      prof.OwnEnvFile,
 		CrowDB:          l.d.BindCrowDatabase,
 		FirstParty:      l.w.Spec.FirstParty,
+		Doors:           !set.Empty(),
 		Env:             plan.EnvInput{Controller: p.Environ, Own: own},
 		ControllerPaths: p.ControllerPaths,
 		Seccomp:         hasTable,
@@ -267,7 +284,7 @@ func (l *walledLaunch) build(ctx context.Context, nw *wallNetwork) (*plan.Plan, 
 		req.OAuthDir = &g
 	}
 	if nw != nil {
-		if err := nw.open(ctx, p, l.w, entry); err != nil {
+		if err := nw.open(ctx, p, l.w, entry, set); err != nil {
 			return nil, nil, err
 		}
 		if req.Entry, err = nw.request(); err != nil {
@@ -301,8 +318,14 @@ func (l *walledLaunch) Start(ctx context.Context, stdio [3]*os.File) (Process, e
 		nw.close()
 		return nil, err
 	}
-	c, err := bwrap.Start(ctx, pl, prog, bwrap.Stdio{Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2]},
-		bwrap.WithBwrapPath(l.p.BwrapPath), bwrap.WithLogger(l.p.Log))
+	opts := []bwrap.StartOption{bwrap.WithBwrapPath(l.p.BwrapPath), bwrap.WithLogger(l.p.Log)}
+	if tok := nw.door.tokenText(); tok != nil {
+		// The token reaches the wall as a 0400 file through a sealed
+		// memfd; only its sha256 stays here.
+		opts = append(opts, bwrap.WithData(plan.DoorTokenSlot, tok))
+		defer clear(tok)
+	}
+	c, err := bwrap.Start(ctx, pl, prog, bwrap.Stdio{Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2]}, opts...)
 	if err != nil {
 		nw.close()
 		return nil, fail(wallsv1.ReasonWallFailed, "starting its wall: %w", err)

@@ -41,6 +41,20 @@ type Config struct {
 	ProxyPort int `json:"proxyPort"`
 	// Forwards are the listed loopback ports; empty when none is listed.
 	Forwards []Forward `json:"forwards,omitempty"`
+	// DoorPort is the gateway's port on 127.0.0.1, listened on only for
+	// an add-on with doors; 0 means none.
+	DoorPort int `json:"doorPort,omitempty"`
+	// DoorSocket is the spawn's door socket as the wall shows it. A door
+	// connection's bytes go there unread: the host side checks the token,
+	// the door and the request target.
+	DoorSocket string `json:"doorSocket,omitempty"`
+}
+
+// Door is a wall's door: the gateway's port as the add-on dials it and
+// the spawn's door socket. The zero Door is none.
+type Door struct {
+	Port   int
+	Socket string
 }
 
 // Forward is one listed loopback port. Whatever a client of Listen sends
@@ -91,14 +105,22 @@ func (c Config) Marshal() ([]byte, error) {
 
 // Validate checks every field and the rules between them.
 func (c Config) Validate() error {
-	if c.RelaySocket == "" || !filepath.IsAbs(c.RelaySocket) || filepath.Clean(c.RelaySocket) != c.RelaySocket {
-		return fmt.Errorf("the entry's config: relaySocket %q is not a clean absolute path", c.RelaySocket)
-	}
-	if len(c.RelaySocket) > 107 {
-		return fmt.Errorf("the entry's config: relaySocket is %d bytes, over the 107 a unix socket allows", len(c.RelaySocket))
+	if err := validSocket("relaySocket", c.RelaySocket); err != nil {
+		return err
 	}
 	if c.ProxyPort < 1 || c.ProxyPort > 65535 {
 		return fmt.Errorf("the entry's config: proxyPort %d is not from 1 to 65535", c.ProxyPort)
+	}
+	if (c.DoorPort == 0) != (c.DoorSocket == "") {
+		return fmt.Errorf("the entry's config: doorPort and doorSocket come together or not at all")
+	}
+	if c.DoorPort != 0 {
+		if err := validSocket("doorSocket", c.DoorSocket); err != nil {
+			return err
+		}
+		if c.DoorPort < 1 || c.DoorPort > 65535 || c.DoorPort == c.ProxyPort {
+			return fmt.Errorf("the entry's config: doorPort %d is not from 1 to 65535 or holds the proxy's port", c.DoorPort)
+		}
 	}
 	if len(c.Forwards) > maxForwards {
 		return fmt.Errorf("the entry's config: %d forwards, over %d", len(c.Forwards), maxForwards)
@@ -112,6 +134,9 @@ func (c Config) Validate() error {
 		if int(ap.Port()) == c.ProxyPort {
 			return fmt.Errorf("the entry's config: forwards[%d].listen %s holds the proxy's port", i, f.Listen)
 		}
+		if int(ap.Port()) == c.DoorPort {
+			return fmt.Errorf("the entry's config: forwards[%d].listen %s holds the door's port", i, f.Listen)
+		}
 		if seen[ap] {
 			return fmt.Errorf("the entry's config: forwards[%d].listen %s is listed twice", i, f.Listen)
 		}
@@ -124,16 +149,32 @@ func (c Config) Validate() error {
 	return nil
 }
 
+func validSocket(key, path string) error {
+	if path == "" || !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return fmt.Errorf("the entry's config: %s %q is not a clean absolute path", key, path)
+	}
+	if len(path) > 107 {
+		return fmt.Errorf("the entry's config: %s is %d bytes, over the 107 a unix socket allows", key, len(path))
+	}
+	return nil
+}
+
 // ConfigFor is the config of a wall whose relay socket the wall shows at
-// socket and whose rules are rules: one forwarder for each listed CONNECT
-// entry on a loopback host, and the proxy on the first port from 39080 up
-// that no forwarder holds. skipped names the entries left without a
-// forwarder: their loopback address and port is another entry's, or a port
-// below 1024, which a wall without capabilities cannot listen on.
-func ConfigFor(rules egress.Rules, socket string) (c Config, skipped []string) {
+// socket, whose rules are rules and whose door is door: one forwarder for
+// each listed CONNECT entry on a loopback host, the door on the gateway's
+// port, and the proxy on the first port from 39080 up that neither holds.
+// skipped names the entries left without a forwarder: their loopback
+// address and port is another entry's or the door's (the gateway's port is
+// served over the doors only), or a port below 1024, which a wall without
+// capabilities cannot listen on.
+func ConfigFor(rules egress.Rules, socket string, door Door) (c Config, skipped []string) {
 	c.RelaySocket = socket
 	held := map[uint16]bool{}
 	seen := map[string]bool{}
+	if door.Port != 0 {
+		c.DoorPort, c.DoorSocket = door.Port, door.Socket
+		held[uint16(door.Port)] = true
+	}
 	for _, l := range rules.Listed {
 		if l.PlainHTTP {
 			continue
@@ -146,6 +187,10 @@ func ConfigFor(rules egress.Rules, socket string) (c Config, skipped []string) {
 			// The wall holds no capability, and binding a port below
 			// 1024 needs one.
 			skipped = append(skipped, fmt.Sprintf("%s has no forwarder: a wall cannot listen on a port below 1024", l))
+			continue
+		}
+		if door.Port != 0 && int(l.Port) == door.Port {
+			skipped = append(skipped, fmt.Sprintf("%s has no forwarder: its port is the gateway's, served over the doors only", l))
 			continue
 		}
 		clash := false

@@ -28,6 +28,12 @@ func TestParseConfig(t *testing.T) {
 		{name: "forward listed twice", doc: `{"relaySocket":"` + sock + `","proxyPort":39080,"forwards":[{"listen":"127.0.0.1:5432","target":"localhost:5432"},{"listen":"127.0.0.1:5432","target":"127.0.0.1:5432"}]}`, wantErr: "twice"},
 		{name: "target not in the relay's spelling", doc: `{"relaySocket":"` + sock + `","proxyPort":39080,"forwards":[{"listen":"127.0.0.1:5432","target":"LOCALHOST:5432"}]}`, wantErr: "spelling"},
 		{name: "plain-HTTP target", doc: `{"relaySocket":"` + sock + `","proxyPort":39080,"forwards":[{"listen":"127.0.0.1:80","target":"http://nas.lan"}]}`, wantErr: "spelling"},
+		{name: "a door", doc: `{"relaySocket":"` + sock + `","proxyPort":39080,"doorPort":3001,"doorSocket":"/run/addonwall/relay/door.sock"}`},
+		{name: "a door port without its socket", doc: `{"relaySocket":"` + sock + `","proxyPort":39080,"doorPort":3001}`, wantErr: "together"},
+		{name: "a door socket without its port", doc: `{"relaySocket":"` + sock + `","proxyPort":39080,"doorSocket":"/d"}`, wantErr: "together"},
+		{name: "a relative door socket", doc: `{"relaySocket":"` + sock + `","proxyPort":39080,"doorPort":3001,"doorSocket":"door.sock"}`, wantErr: "doorSocket"},
+		{name: "the door on the proxy's port", doc: `{"relaySocket":"` + sock + `","proxyPort":3001,"doorPort":3001,"doorSocket":"/d"}`, wantErr: "doorPort 3001"},
+		{name: "a forward on the door's port", doc: `{"relaySocket":"` + sock + `","proxyPort":39080,"doorPort":5432,"doorSocket":"/d","forwards":[{"listen":"127.0.0.1:5432","target":"localhost:5432"}]}`, wantErr: "door's port"},
 		{name: "target with userinfo", doc: `{"relaySocket":"` + sock + `","proxyPort":39080,"forwards":[{"listen":"127.0.0.1:80","target":"u@nas.lan:80"}]}`, wantErr: "spelling"},
 	}
 	for _, c := range cases {
@@ -63,6 +69,7 @@ func TestConfigFor(t *testing.T) {
 	cases := []struct {
 		name        string
 		rules       egress.Rules
+		door        Door
 		wantPort    int
 		wantForward []Forward
 		wantSkipped int
@@ -82,11 +89,16 @@ func TestConfigFor(t *testing.T) {
 			wantForward: []Forward{{Listen: "127.0.0.1:8080", Target: "localhost:8080"}, {Listen: "[::1]:8080", Target: "localhost:8080", Optional: true}}, wantSkipped: 1},
 		{name: "a second entry on the same loopback port gets no forwarder", rules: listed(t, "127.0.0.1:5432", "localhost:5432"), wantPort: 39080,
 			wantForward: []Forward{{Listen: "127.0.0.1:5432", Target: "127.0.0.1:5432"}}, wantSkipped: 1},
+		{name: "the door holds the gateway's port; no forwarder takes it", rules: listed(t, "127.0.0.1:3001", "127.0.0.1:5432"),
+			door: Door{Port: 3001, Socket: "/run/addonwall/relay/door.sock"}, wantPort: 39080,
+			wantForward: []Forward{{Listen: "127.0.0.1:5432", Target: "127.0.0.1:5432"}}, wantSkipped: 1},
+		{name: "a door on 39080 bumps the proxy", door: Door{Port: 39080, Socket: "/run/addonwall/relay/door.sock"}, wantPort: 39081},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, skipped := ConfigFor(c.rules, sock)
-			if cfg.ProxyPort != c.wantPort || !reflect.DeepEqual(cfg.Forwards, c.wantForward) || len(skipped) != c.wantSkipped {
+			cfg, skipped := ConfigFor(c.rules, sock, c.door)
+			if cfg.ProxyPort != c.wantPort || !reflect.DeepEqual(cfg.Forwards, c.wantForward) || len(skipped) != c.wantSkipped ||
+				cfg.DoorPort != c.door.Port || cfg.DoorSocket != c.door.Socket {
 				t.Fatalf("ConfigFor = port %d, forwards %+v, skipped %q; want %d, %+v, %d", cfg.ProxyPort, cfg.Forwards, skipped, c.wantPort, c.wantForward, c.wantSkipped)
 			}
 			// What ConfigFor makes, the entry reads back unchanged.
@@ -105,6 +117,7 @@ func TestConfigFor(t *testing.T) {
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"relaySocket":"/run/addonwall/relay/relay.sock","proxyPort":39080,"forwards":[{"listen":"127.0.0.1:5432","target":"localhost:5432"}]}`))
 	f.Add([]byte(`{"relaySocket":"/r","proxyPort":1,"forwards":[{"listen":"[::1]:2","target":"[::1]:2","optional":true}]}`))
+	f.Add([]byte(`{"relaySocket":"/r","proxyPort":39080,"doorPort":3001,"doorSocket":"/d"}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseConfig(data)
