@@ -148,6 +148,16 @@ func start(ctx context.Context, cfg Config, listen func(network, addr string) (n
 		e.lns = append(e.lns, ln)
 		fwds = append(fwds, fwd{ln, f.Target})
 	}
+	if cfg.DoorPort != 0 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.DoorPort))
+		ln, err := listen("tcp", addr)
+		if err != nil {
+			e.close()
+			return nil, fmt.Errorf("listening for the doors on %s (the add-on does not start): %w", addr, err)
+		}
+		e.lns = append(e.lns, ln)
+		e.serve(ln, e.handleDoor)
+	}
 	e.serve(e.proxy, e.handleProxy)
 	for _, f := range fwds {
 		target := f.target
@@ -206,6 +216,12 @@ func (e *entry) serve(ln net.Listener, handle func(net.Conn)) {
 // relay reads the request, judges it and answers.
 func (e *entry) handleProxy(c net.Conn) {
 	_ = egress.Forward(e.ctx, c, e.cfg.RelaySocket)
+}
+
+// handleDoor carries a door client's bytes to the spawn's door socket
+// unread: the host side checks the token, the door and the target.
+func (e *entry) handleDoor(c net.Conn) {
+	_ = egress.Forward(e.ctx, c, e.cfg.DoorSocket)
 }
 
 // handleForward asks the relay for the forward's one target, then carries

@@ -209,7 +209,7 @@ func TestForwarderReachesItsTargetOnly(t *testing.T) {
 			return nil
 		},
 	})
-	cfg, _ := ConfigFor(egress.Rules{Listed: []egress.Listed{listed}}, r.SocketPath())
+	cfg, _ := ConfigFor(egress.Rules{Listed: []egress.Listed{listed}}, r.SocketPath(), Door{})
 	l := &ephemeral{}
 	startEntry(t, cfg, l)
 	fwd := l.addrs[target]
@@ -384,5 +384,62 @@ func TestRunExitCodes(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the add-on ran although the entry could not listen")
+	}
+}
+
+// TestDoorCarriesBytesUnreadToTheDoorSocket: the door port hands the
+// client's bytes, whatever they say, to the door socket and nowhere else;
+// the proxy port beside it still goes to the relay.
+func TestDoorCarriesBytesUnreadToTheDoorSocket(t *testing.T) {
+	dir := t.TempDir()
+	relaySock, doorSock := filepath.Join(dir, "relay.sock"), filepath.Join(dir, "door.sock")
+	got := map[string]chan string{relaySock: make(chan string, 1), doorSock: make(chan string, 1)}
+	for path, ch := range got {
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				ch <- line
+				fmt.Fprintf(c, "from %s\n", filepath.Base(path))
+				c.Close()
+			}
+		}()
+	}
+	cfg, _ := ConfigFor(egress.Rules{}, relaySock, Door{Port: 3001, Socket: doorSock})
+	l := &ephemeral{}
+	startEntry(t, cfg, l)
+	ask := func(addr, line string) string {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprint(c, line)
+		reply, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			t.Fatalf("no reply through %s: %v", addr, err)
+		}
+		return reply
+	}
+	door := l.addrs["127.0.0.1:3001"]
+	if door == "" {
+		t.Fatalf("no door listener: %+v", l.addrs)
+	}
+	if r := ask(door, "GET //../admin HTTP/1.1\n"); r != "from door.sock\n" || <-got[doorSock] != "GET //../admin HTTP/1.1\n" {
+		t.Fatalf("the door's bytes did not reach the door socket unchanged: %q", r)
+	}
+	// Control: the proxy port reaches the relay, not the door.
+	if r := ask(l.addrs["127.0.0.1:39080"], "CONNECT a:443 HTTP/1.1\n"); r != "from relay.sock\n" || <-got[relaySock] != "CONNECT a:443 HTTP/1.1\n" {
+		t.Fatalf("the proxy's bytes did not reach the relay: %q", r)
 	}
 }
