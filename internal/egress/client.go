@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/addonwall/addonwall/internal/splice"
 )
 
 // These helpers are for the in-namespace entry, which holds nothing the
@@ -30,7 +32,7 @@ func Forward(ctx context.Context, conn net.Conn, socketPath string) error {
 		_ = conn.Close()
 	})
 	defer stop()
-	splice(conn, rc)
+	splice.Conns(conn, rc)
 	return nil
 }
 

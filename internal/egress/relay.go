@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/addonwall/addonwall/internal/splice"
 )
 
 // connectEstablished is the relay's whole answer when a tunnel opens.
@@ -400,7 +402,7 @@ func (r *Relay) serve(c net.Conn) {
 				return
 			}
 		}
-		splice(c, up)
+		splice.Conns(c, up)
 	case KindPlainHTTP:
 		if err := forwardPlain(c, up, req, rest); err != nil {
 			r.log.Info("plain-HTTP request ended early", "target", target, "error", err.Error())
@@ -545,38 +547,6 @@ func headEnd(b []byte, from int) int {
 		}
 	}
 	return -1
-}
-
-// splice copies bytes both ways, unchanged, until both directions end. A
-// clean end of one direction is passed on as a half-close, so protocols
-// that shut down one way still work; an error in either direction ends
-// both.
-func splice(a, b net.Conn) {
-	var once sync.Once
-	closeBoth := func() {
-		once.Do(func() {
-			_ = a.Close()
-			_ = b.Close()
-		})
-	}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	pipe := func(dst, src net.Conn) {
-		defer wg.Done()
-		if _, err := io.Copy(dst, src); err != nil {
-			closeBoth()
-			return
-		}
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			if cw.CloseWrite() == nil {
-				return
-			}
-		}
-		closeBoth()
-	}
-	go pipe(b, a)
-	go pipe(a, b)
-	wg.Wait()
 }
 
 // hopByHop are the request headers that belong to one connection, not to

@@ -17,6 +17,7 @@ import (
 
 	"github.com/addonwall/addonwall/internal/cloexec"
 	"github.com/addonwall/addonwall/internal/egress"
+	"github.com/addonwall/addonwall/internal/splice"
 )
 
 // ExitEntryFailed is the entry's own exit code when the add-on never ran:
@@ -239,34 +240,5 @@ func (e *entry) handleForward(c net.Conn, target string) {
 		_ = c.Close()
 	})
 	defer stop()
-	splice(c, rc)
-}
-
-// splice copies both ways until both directions end, passing a clean end
-// of one direction on as a half-close; an error ends both.
-func splice(a, b net.Conn) {
-	var once sync.Once
-	closeBoth := func() {
-		once.Do(func() {
-			_ = a.Close()
-			_ = b.Close()
-		})
-	}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	pipe := func(dst, src net.Conn) {
-		defer wg.Done()
-		if _, err := io.Copy(dst, src); err != nil {
-			closeBoth()
-			return
-		}
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
-			return
-		}
-		closeBoth()
-	}
-	go pipe(b, a)
-	go pipe(a, b)
-	wg.Wait()
-	closeBoth()
+	splice.Conns(c, rc)
 }
