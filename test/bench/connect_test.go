@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/addonwall/addonwall/internal/e2eenv"
+	"github.com/addonwall/addonwall/internal/latency"
 	"github.com/addonwall/addonwall/internal/paths"
 )
 
@@ -110,7 +111,7 @@ func BenchmarkConnectInitialize(b *testing.B) {
 	for _, s := range servers {
 		b.Run(s.name, func(b *testing.B) {
 			ctx := context.Background()
-			times := map[string][]time.Duration{}
+			times := map[string]latency.Samples{}
 			for i := 0; i < b.N; i++ {
 				for _, v := range s.variants {
 					if v.name == "srt" && !haveSrt {
@@ -126,14 +127,14 @@ func BenchmarkConnectInitialize(b *testing.B) {
 					times[v.name] = append(times[v.name], d)
 				}
 			}
-			w, u, d := percentile(times["walled"], .5), percentile(times["unwalled"], .5), percentile(times["direct"], .5)
+			w, u, d := latency.Ms(times["walled"].P50()), latency.Ms(times["unwalled"].P50()), latency.Ms(times["direct"].P50())
 			b.ReportMetric(w, "walled-p50-ms")
 			b.ReportMetric(u, "unwalled-p50-ms")
 			b.ReportMetric(d, "direct-p50-ms")
 			b.ReportMetric(w-u, "wall-adds-ms")
 			b.ReportMetric(w/u, "walled/unwalled")
 			if haveSrt {
-				sr := percentile(times["srt"], .5)
+				sr := latency.Ms(times["srt"].P50())
 				b.ReportMetric(sr, "srt-p50-ms")
 				b.ReportMetric(sr-d, "srt-adds-ms")
 				b.ReportMetric((w-u)/(sr-d), "wall-add/srt-add")

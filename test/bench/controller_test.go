@@ -15,6 +15,7 @@ import (
 
 	wallsv1 "github.com/addonwall/addonwall/api/v1alpha1"
 	"github.com/addonwall/addonwall/internal/e2eenv"
+	"github.com/addonwall/addonwall/internal/latency"
 )
 
 // handWall is an AddonWall an owner wrote by hand (no managed-by
@@ -58,7 +59,7 @@ func BenchmarkHandEditToStatus(b *testing.B) {
 	runController(b, p, map[string]string{"CROW_ADDON_WALLS_DEFAULT": "walled"})
 	waitAll(b, p, map[string]string{"hand": "walled"}, 60*time.Second)
 	words := map[string]string{"walled": "walled", "notWalled": "not walled (your choice)"}
-	var lat []time.Duration
+	var lat latency.Samples
 	choice := "walled"
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -88,8 +89,8 @@ func BenchmarkHandEditToStatus(b *testing.B) {
 		}
 		lat = append(lat, time.Since(start))
 	}
-	b.ReportMetric(percentile(lat, .5), "p50-ms")
-	b.ReportMetric(percentile(lat, .95), "p95-ms")
+	b.ReportMetric(latency.Ms(lat.P50()), "p50-ms")
+	b.ReportMetric(latency.Ms(lat.P95()), "p95-ms")
 }
 
 // BenchmarkIdleRSS500 runs `addonwall run` as its own process on a Crow

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
@@ -189,16 +188,6 @@ func waitAll(tb testing.TB, p paths.Paths, words map[string]string, within time.
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// percentile of durations, in milliseconds.
-func percentile(ds []time.Duration, q float64) float64 {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return float64(s[int(q*float64(len(s)-1))].Microseconds()) / 1000
 }
 
 var _ = e2eenv.Required
