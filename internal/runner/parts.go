@@ -138,6 +138,13 @@ func newSessions(mgr manager.Manager, o Options, prober *hostprobe.Prober, failu
 	if o.WallPreparer != nil {
 		o.WallPreparer(prep)
 	}
+	// The store's lock is held, so no other controller runs walls from
+	// this Crow home: a relay folder found now is a killed one's.
+	if n, err := prep.SweepRelays(); err != nil {
+		o.Log.Error(err, "sweeping relay folders left by an earlier controller")
+	} else if n > 0 {
+		o.Log.Info("removed relay folders left by an earlier controller", "count", n)
+	}
 	m := &session.Manager{
 		Log:       o.Log.WithName("session"),
 		Namespace: o.Namespace,

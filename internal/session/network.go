@@ -541,3 +541,30 @@ func (p *WallPreparer) listenerCheck(id string) egress.ListenerCheck {
 	}
 	return p.ListenerFor(id)
 }
+
+// SweepRelays removes the relay folders a previous controller left behind
+// when it was killed before its spawns' cleanup ran. It must run before
+// this controller starts any wall: every folder there is then a dead
+// spawn's (one controller per Crow home holds the store's lock). It
+// returns how many were removed.
+func (p *WallPreparer) SweepRelays() (int, error) {
+	base := filepath.Join(p.Paths.StateDir(), "relay")
+	if _, err := os.Lstat(base); errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err := ensurePrivateDir(base); err != nil {
+		return 0, fmt.Errorf("%w (left relay folders are not swept; walls still start in fresh folders)", err)
+	}
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return 0, fmt.Errorf("listing the relays' folder %s: %w", base, err)
+	}
+	n := 0
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(base, e.Name())); err != nil {
+			return n, fmt.Errorf("removing the left relay folder %s: %w", e.Name(), err)
+		}
+		n++
+	}
+	return n, nil
+}

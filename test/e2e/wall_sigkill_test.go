@@ -25,7 +25,7 @@ import (
 // SECURITY-CASES: PROC-18 (die with the gateway), PROC-19 (the Pdeathsig
 // thread trap: the wall must not outlive the controller because the thread
 // that forked it went away first), FAULT-14 in part (a killed controller
-// leaves no wall; stale relay folders and restart are not covered here).
+// leaves no wall, and the next controller sweeps its relay folder).
 func TestControllerSIGKILLLeavesNoWall(t *testing.T) {
 	e2eenv.Bwrap(t)
 	h := newHome(t)
@@ -103,6 +103,30 @@ func TestControllerSIGKILLLeavesNoWall(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("connect did not end when its controller died")
 	}
+
+	// SIGKILL ran no cleanup, so the spawn's relay folder is still there;
+	// the next controller sweeps it before it starts any wall.
+	relays := filepath.Join(h.paths.StateDir(), "relay")
+	if ents, err := os.ReadDir(relays); err != nil || len(ents) != 1 {
+		t.Fatalf("relay folders after SIGKILL: %v %v; want the killed spawn's one (the check below would prove nothing)", ents, err)
+	}
+	var logs2 lockedBuffer
+	again := exec.Command(ctl.Path, ctl.Args[1:]...)
+	again.Env, again.Stdout, again.Stderr = ctl.Env, &logs2, &logs2
+	if err := again.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = again.Process.Signal(syscall.SIGTERM)
+		_ = again.Wait()
+		if t.Failed() {
+			t.Logf("the second controller's log:\n%s", logs2.String())
+		}
+	})
+	eventually(t, 60*time.Second, "the next controller sweeps the left relay folder", func() (bool, string) {
+		ents, err := os.ReadDir(relays)
+		return err == nil && len(ents) == 0, fmt.Sprintf("%v %v", ents, err)
+	})
 }
 
 // inPidNamespace lists the live processes whose pid namespace is ns.
