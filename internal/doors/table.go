@@ -7,9 +7,9 @@
 // spawn, in that spawn's 0700 relay folder, which the wall reaches through
 // its entry and nothing else on the host can enter. The gateway never sees
 // a token (the door server drops the field before the request goes on),
-// so a token copied out of a wall and
-// presented at the gateway's port directly is nothing to it (DOOR-07): a
-// host process that can reach that port gains nothing from the token.
+// so a token copied out of a wall and presented at the gateway's port
+// directly is nothing to it (DOOR-07): a host process that can reach that
+// port gains nothing from the token.
 package doors
 
 import (
