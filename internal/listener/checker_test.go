@@ -127,18 +127,11 @@ func TestControllerOwnListener(t *testing.T) {
 	expect(t, root, addr, true, ReasonWallProcess)
 
 	// A root controller still judges another root service: it passes the
-	// process rules and then must be a container port. Where some root
-	// process's descriptors cannot be read even by root (this test host's
-	// pid 1 is guarded so), the check cannot tell who holds a root socket
-	// and refuses every one: that is the real fail-closed answer here.
+	// process rules and then must be a container port, whether or not
+	// some root process's descriptors are out of root's reach here.
 	plain := openDir(t, "svc")
 	s := start(t, "127.0.0.1:0", svcOpts{uid: 0, dir: plain})
-	want := ReasonNotAContainerPort
-	if blind := rootBlind(t); blind != 0 {
-		t.Logf("pid %d's descriptors cannot be read by root here: root sockets are refused as CheckFailed", blind)
-		want = ReasonCheckFailed
-	}
-	expect(t, root, s.Addr, true, want)
+	expect(t, root, s.Addr, true, ReasonNotAContainerPort)
 	// Positive control: the same service is a same-user service for a
 	// nobody controller once it runs as nobody.
 	n := start(t, "127.0.0.1:0", svcOpts{uid: nobody, dir: plain})
@@ -385,3 +378,52 @@ func TestConcurrentChecks(t *testing.T) {
 
 // The check plugs into the relay as is.
 var _ egress.ListenerCheck = (*Checker)(nil).Check
+
+// A root controller's root sockets when the container rules pass. The
+// engine is a stand-in (publishedOnly) because a real container's
+// docker-proxy cannot share its port with the services these cases need:
+// one held by no root process, one started under Crow's checkout. Each
+// refusal sits beside a root service that passes on the same path; the
+// real docker-proxy is judged in TestDockerContainers.
+func TestRootControllerHolders(t *testing.T) {
+	needRoot(t)
+	c := newCrow(t)
+	plain := openDir(t, "svc")
+	rootCh := func(port uint16) *Checker {
+		return c.checker(t, func(cfg *Config) { cfg.UID = uidp(0); cfg.Docker = publishedOnly{port} })
+	}
+	blind := rootBlind(t)
+	if blind != 0 {
+		t.Logf("pid %d's descriptors cannot be read by root here: the passes below tolerate it", blind)
+	}
+
+	// Positive control: a root service on a port the add-on's project
+	// publishes, held by a root process that can be read.
+	ok := start(t, "127.0.0.1:0", svcOpts{uid: 0, dir: plain})
+	expect(t, rootCh(ok.Addr.Port()), ok.Addr, true, "")
+	expect(t, rootCh(ok.Addr.Port()), ok.Addr, false, "")
+	// The container rules still decide: the same service when the
+	// project publishes another port.
+	expect(t, rootCh(freePort(t)), ok.Addr, true, ReasonNotAContainerPort)
+
+	// Every seen holder passes the process rules.
+	tree := start(t, "127.0.0.1:0", svcOpts{uid: 0, dir: c.checkout})
+	expect(t, rootCh(tree.Addr.Port()), tree.Addr, true, ReasonUnderCrowTree)
+	gw := start(t, "127.0.0.1:0", svcOpts{uid: 0, dir: plain, arg0: "node", extra: []string{"servers/gateway/index.js"}})
+	expect(t, rootCh(gw.Addr.Port()), gw.Addr, true, ReasonGatewayProcess)
+
+	// A root socket no root process holds (its creator became uid 4242):
+	// with a blind root process, that one might hold it, so the check
+	// cannot judge the holder; without one, it is an orphan.
+	orphan := start(t, "127.0.0.1:0", svcOpts{uid: 0, dir: plain, flags: []string{"-sockuid", "0", "-uid", "4242"}})
+	want := ReasonOrphanSocket
+	if blind != 0 {
+		want = ReasonCheckFailed
+	}
+	expect(t, rootCh(orphan.Addr.Port()), orphan.Addr, true, want)
+
+	// A non-root controller keeps judging root's sockets by the
+	// container rules alone.
+	expect(t, c.checker(t, func(cfg *Config) { cfg.Docker = publishedOnly{ok.Addr.Port()} }), ok.Addr, true, "")
+	expect(t, c.checker(t, func(cfg *Config) { cfg.Docker = publishedOnly{tree.Addr.Port()} }), tree.Addr, true, "")
+}

@@ -92,14 +92,29 @@ func TestDockerContainers(t *testing.T) {
 	other := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), alpha.Port())
 	expect(t, alphaCh, other, true, ReasonNoListener)
 
-	// A root controller judges docker-proxy by the process rules first.
-	rootCh := c.checker(t, func(cfg *Config) { cfg.AddonID = "alpha"; cfg.Docker = eng; cfg.UID = uidp(0) })
-	want := Reason("")
+	// A root controller (CI runs it so) shares its user with docker-proxy
+	// and judges it by the process rules and the container rules. Where
+	// some root process's descriptors cannot be read even by root (this
+	// host's pid 1), the container rules decide whether that blind spot
+	// is tolerated (judgeRootController), so each refusal below sits
+	// beside the positive control on the same host and engine.
 	if blind := rootBlind(t); blind != 0 {
-		t.Logf("pid %d's descriptors cannot be read by root here: a root controller refuses root sockets (CheckFailed)", blind)
-		want = ReasonCheckFailed
+		t.Logf("pid %d's descriptors cannot be read by root here: the root controller's answers below rest on the container rules", blind)
 	}
-	expect(t, rootCh, alpha, true, want)
+	rootCh := c.checker(t, func(cfg *Config) {
+		cfg.AddonID = "alpha"
+		cfg.Docker = eng
+		cfg.UID = uidp(0)
+		cfg.Installed = map[string]bool{"beta": true}
+	})
+	expect(t, rootCh, alpha, true, "")
+	expect(t, rootCh, alpha, false, "")
+	expect(t, rootCh, beta, true, ReasonOtherProject)
+	expect(t, rootCh, none, true, ReasonUnlabelledContainer)
+	expect(t, rootCh, gamma, true, ReasonNotInstalled)
+	rootDaemon := start(t, "127.0.0.1:0", svcOpts{uid: 0, dir: openDir(t, "svc")})
+	expect(t, rootCh, rootDaemon.Addr, true, ReasonNotAContainerPort)
+	expect(t, rootCh, alpha, true, "") // the positive control, once more after the refusals
 
 	// A root daemon on a port no container publishes, with the engine
 	// answering (LO-10).

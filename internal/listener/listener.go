@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -136,7 +137,7 @@ type Config struct {
 	Checkout, Home string
 	// UID is the controller's (and Crow's) user. If nil, os.Geteuid().
 	// With UID 0 (a root gateway) a root-owned socket must pass both the
-	// process rules and the container rules.
+	// process rules and the container rules (see judgeRootController).
 	UID *uint32
 	// IsCrowProcess recognizes a Crow gateway or satellite. If nil,
 	// IsCrowProcess (the package function) is used.
@@ -342,13 +343,13 @@ func (c *Checker) judge(ctx context.Context, addr netip.AddrPort, socks []Socket
 		}
 		byUID[s.UID][s.Inode] = true
 	}
+	if c.uid == 0 {
+		// Every socket here is root's (any other was refused above).
+		return c.judgeRootController(ctx, addr, byUID[0], trees)
+	}
 	// The controller's user: every process holding each socket.
 	if inodes := byUID[c.uid]; inodes != nil {
-		// A root socket under a root controller is judged as a
-		// container port as well (below); a manifest default may reach
-		// a container, so only the process refusals apply here.
-		needTyped := c.uid != 0
-		if err := c.judgeProcesses(ctx, addr, inodes, trees, ownerTyped || !needTyped); err != nil {
+		if err := c.judgeProcesses(ctx, addr, inodes, trees, ownerTyped); err != nil {
 			return err
 		}
 	}
@@ -360,6 +361,67 @@ func (c *Checker) judge(ctx context.Context, addr netip.AddrPort, socks []Socket
 	return nil
 }
 
+// judgeRootController judges root's sockets for a root controller (CI
+// runs it so), whose user is also docker-proxy's and every root daemon's:
+// each must pass the process rules (step 2) and the container rules
+// (step 3). A manifest default may reach a container, so only the
+// process refusals apply, never DefaultToUserProcess.
+//
+// Root cannot always read every root process's descriptors (an LSM, or a
+// supervisor outside the controller's reach such as this CI host's pid
+// 1), and holders reports those processes as blind. A non-root
+// controller refuses while any process of its user is blind; a root
+// controller does so too unless the container rules pass. Once they do,
+// blind processes are tolerated, because then:
+//   - Docker (root, believed as LO-11 says) names a running container of
+//     this add-on's project, or the named exception, as publishing
+//     exactly this address and port, so the one that should listen is
+//     its userland proxy.
+//   - At least one holder of every socket is seen, and every seen holder
+//     passes the process rules, so no gateway, wall process or process
+//     under Crow's tree holds it where the check can look.
+//   - No second socket can sit on the same address and port beside
+//     docker-proxy's: the kernel refuses the bind unless both set
+//     SO_REUSEPORT under one uid, which docker-proxy does not. Any other
+//     listener that would answer (a wildcard one, say) is its own entry
+//     in the socket table and is judged on its own.
+//   - What is left is a blind process sharing this very socket: it got
+//     it from docker-proxy or dockerd by fork or SCM_RIGHTS, or took it
+//     with pidfd_getfd, which needs ptrace rights over a root process.
+//     Each is root acting with the powers that could as well relabel the
+//     container, which the container rules already believe.
+//
+// A socket no seen process holds is still refused: OrphanSocket when
+// every root process could be read, CheckFailed when a blind one might
+// be its holder. Only permission errors make a process blind; any other
+// error reading the descriptors refuses (CheckFailed).
+func (c *Checker) judgeRootController(ctx context.Context, addr netip.AddrPort, inodes map[uint64]bool, trees []string) error {
+	held, blind, err := holders(ctx, c.cfg.ProcRoot, 0, inodes)
+	if err != nil {
+		return c.refuse(addr, ReasonCheckFailed, "", err)
+	}
+	// The processes that can be seen are judged first, so a refusal
+	// names the most telling fact (the controller's own listener is a
+	// WallProcess before it is no container's port).
+	seen, err := c.judgeHolders(addr, inodes, held, trees, true)
+	if err != nil {
+		return err
+	}
+	if err := c.judgeRoot(ctx, addr); err != nil {
+		return err
+	}
+	for _, ino := range sortedInodes(inodes) {
+		if seen[ino] > 0 {
+			continue
+		}
+		if len(blind) > 0 {
+			return c.refuse(addr, ReasonCheckFailed, fmt.Sprintf("no root process that can be read holds socket inode %d, and the descriptors of %d root process(es) cannot be read (pid %d first): its holder cannot be judged", ino, len(blind), blind[0]), nil)
+		}
+		return c.refuse(addr, ReasonOrphanSocket, fmt.Sprintf("no process holds socket inode %d", ino), nil)
+	}
+	return nil
+}
+
 func (c *Checker) judgeProcesses(ctx context.Context, addr netip.AddrPort, inodes map[uint64]bool, trees []string, ownerTyped bool) error {
 	held, blind, err := holders(ctx, c.cfg.ProcRoot, c.uid, inodes)
 	if err != nil {
@@ -367,23 +429,12 @@ func (c *Checker) judgeProcesses(ctx context.Context, addr netip.AddrPort, inode
 	}
 	// The processes that can be seen are judged first, so a refusal names
 	// the most telling fact; a process that cannot be seen refuses last.
-	for ino := range inodes {
-		pids := held[ino]
-		var seen int
-		for _, pid := range pids {
-			p, ok, err := readProcess(c.cfg.ProcRoot, pid)
-			if err != nil {
-				return c.refuse(addr, ReasonCheckFailed, "", err)
-			}
-			if !ok {
-				continue
-			}
-			seen++
-			if r, detail := c.judgeProcess(p, trees, ownerTyped); r != "" {
-				return c.refuse(addr, r, detail, nil)
-			}
-		}
-		if seen == 0 && len(blind) == 0 {
+	seen, err := c.judgeHolders(addr, inodes, held, trees, ownerTyped)
+	if err != nil {
+		return err
+	}
+	for _, ino := range sortedInodes(inodes) {
+		if seen[ino] == 0 && len(blind) == 0 {
 			return c.refuse(addr, ReasonOrphanSocket, fmt.Sprintf("no process holds socket inode %d", ino), nil)
 		}
 	}
@@ -391,6 +442,32 @@ func (c *Checker) judgeProcesses(ctx context.Context, addr netip.AddrPort, inode
 		return c.refuse(addr, ReasonCheckFailed, fmt.Sprintf("the descriptors of %d process(es) of uid %d cannot be read (pid %d first), and any of them may hold the socket", len(blind), c.uid, blind[0]), nil)
 	}
 	return nil
+}
+
+// judgeHolders applies the process rules to every process that holds one
+// of inodes and can still be read, and returns how many did per inode.
+func (c *Checker) judgeHolders(addr netip.AddrPort, inodes map[uint64]bool, held map[uint64][]int, trees []string, ownerTyped bool) (map[uint64]int, error) {
+	seen := make(map[uint64]int, len(inodes))
+	for _, ino := range sortedInodes(inodes) {
+		for _, pid := range held[ino] {
+			p, ok, err := readProcess(c.cfg.ProcRoot, pid)
+			if err != nil {
+				return nil, c.refuse(addr, ReasonCheckFailed, "", err)
+			}
+			if !ok {
+				continue
+			}
+			seen[ino]++
+			if r, detail := c.judgeProcess(p, trees, ownerTyped); r != "" {
+				return nil, c.refuse(addr, r, detail, nil)
+			}
+		}
+	}
+	return seen, nil
+}
+
+func sortedInodes(inodes map[uint64]bool) []uint64 {
+	return slices.Sorted(maps.Keys(inodes))
 }
 
 // judgeProcess is the seed's step 2 for one process holding the socket.

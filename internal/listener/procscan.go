@@ -38,13 +38,21 @@ func gone(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
 }
 
+// denied reports a permission error: the process exists but its
+// descriptors may not be read.
+func denied(err error) bool {
+	return errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
+}
+
 // holders maps each inode in want to the pids of every process of uid
 // (by effective uid, which /proc/<pid> shows even for a non-dumpable
 // process) that holds it. Only those processes' descriptors are read (one
 // stat each for the rest), which keeps the walk cheap on a machine with
 // thousands of processes. blind lists the processes of uid whose
 // descriptors could not be read: any of them might hold a socket, so the
-// caller must not pass a socket while blind is not empty.
+// caller must not pass a socket while blind is not empty (but see
+// judgeRootController). Only a permission error makes a process blind;
+// any other error fails the walk.
 func holders(ctx context.Context, procRoot string, uid uint32, want map[uint64]bool) (held map[uint64][]int, blind []int, err error) {
 	dir, err := os.Open(procRoot)
 	if err != nil {
@@ -77,8 +85,14 @@ func holders(ctx context.Context, procRoot string, uid uint32, want map[uint64]b
 			continue
 		}
 		if err := socketsOf(dfd, name, buf, want, func(ino uint64) { held[ino] = append(held[ino], pid) }); err != nil {
-			// Permission (an LSM, a process turning non-dumpable under a
-			// non-root controller) or a /proc that is not what it seems.
+			if !denied(err) {
+				// EMFILE, ENOMEM, a /proc that is not what it seems: the
+				// facts could not be read, which is never a blind spot a
+				// root controller may tolerate.
+				return nil, nil, fmt.Errorf("reading the descriptors of pid %d: %w", pid, err)
+			}
+			// An LSM, or a process turning non-dumpable under a non-root
+			// controller.
 			blind = append(blind, pid)
 		}
 	}
