@@ -313,7 +313,7 @@ func copyFile(t testing.TB, from, to string) {
 // here, or 0.
 func rootBlind(t testing.TB) int {
 	t.Helper()
-	_, blind, err := holders(context.Background(), "/proc", 0, map[uint64]bool{})
+	_, blind, err := holders(context.Background(), scan{procRoot: "/proc", uid: 0, want: map[uint64]bool{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,9 @@
 // Package listener is the listener-owner check: before the relay splices
 // a wall's connection to a loopback (or own) address, it finds who listens
-// there — from /proc/net/tcp{,6}, /proc/*/fd and, for root's sockets, the
-// ports Docker's containers publish — and refuses unless the listener is
-// this add-on's own service. Every error is a refusal.
+// there — from the kernel's table of listening TCP sockets (sock_diag, or
+// /proc/net/tcp{,6}), /proc/*/fd and, for root's sockets, the ports
+// Docker's containers publish — and refuses unless the listener is this
+// add-on's own service. Every error is a refusal.
 //
 // What it cannot see, and so does not promise:
 //   - A same-user process is told from Crow's own by its argv, working
@@ -27,6 +28,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/addonwall/addonwall/internal/dockerwatch"
@@ -153,8 +155,11 @@ type Config struct {
 	// TTL is how long an answer is reused while the same sockets listen
 	// on the address. Zero means DefaultTTL; negative disables the cache.
 	TTL time.Duration
-	// ProcRoot is where proc is mounted. If empty, /proc. Tests point it
-	// at a folder to cause faults /proc never shows (malformed tables).
+	// ProcRoot is where proc is mounted. If empty, /proc. Under /proc
+	// the listening sockets are asked of the kernel (sock_diag); under
+	// any other root they are read from its net/tcp and net/tcp6 tables.
+	// Tests point it at a folder to cause faults /proc never shows
+	// (malformed tables).
 	ProcRoot string
 }
 
@@ -171,6 +176,9 @@ type Checker struct {
 	sem   chan struct{}
 	mu    sync.Mutex
 	cache map[cacheKey]cacheEntry
+	// wide is set once a socket inode past 32 bits was seen: sock_diag
+	// is no longer used (see Check).
+	wide atomic.Bool
 }
 
 type cacheKey struct {
@@ -207,6 +215,7 @@ func New(cfg Config) (*Checker, error) {
 	if c.cfg.ProcRoot == "" {
 		c.cfg.ProcRoot = "/proc"
 	}
+	c.cfg.ProcRoot = filepath.Clean(c.cfg.ProcRoot)
 	if c.cfg.IsCrowProcess == nil {
 		c.cfg.IsCrowProcess = IsCrowProcess
 	}
@@ -236,7 +245,20 @@ func (c *Checker) Check(ctx context.Context, addr netip.AddrPort, ownerTyped boo
 		// A zone names a link; a listener check judges a host address.
 		return c.refuse(addr, ReasonCheckFailed, "", fmt.Errorf("%s carries an IPv6 zone", addr))
 	}
-	all, err := readListeners(c.cfg.ProcRoot)
+	err := c.check(ctx, addr, ownerTyped)
+	if errors.Is(err, errWideInodes) {
+		c.wide.Store(true)
+		// This kernel numbers sockets past sock_diag's 32 bits: from
+		// now on the listeners are read from /proc/net/tcp{,6}, whose
+		// inodes are whole (so this cannot recur), and this check is
+		// made again from there.
+		err = c.check(ctx, addr, ownerTyped)
+	}
+	return err
+}
+
+func (c *Checker) check(ctx context.Context, addr netip.AddrPort, ownerTyped bool) error {
+	all, narrow, err := c.listeners()
 	if err != nil {
 		return c.refuse(addr, ReasonCheckFailed, "", err)
 	}
@@ -258,11 +280,34 @@ func (c *Checker) Check(ctx context.Context, addr netip.AddrPort, ownerTyped boo
 	if err, ok := c.cached(key, socks); ok {
 		return err
 	}
-	err = c.judge(ctx, addr, socks, ownerTyped)
+	err = c.judge(ctx, addr, socks, ownerTyped, narrow)
 	if ReasonOf(err) != ReasonCheckFailed {
 		c.store(key, socks, err)
 	}
 	return err
+}
+
+// listeners reads every listening TCP socket, from sock_diag when proc
+// is the real /proc (narrow: 32-bit inodes), else, and on a kernel
+// without sock_diag for TCP, from ProcRoot's net/tcp{,6}.
+func (c *Checker) listeners() (socks []Socket, narrow bool, err error) {
+	if c.cfg.ProcRoot == "/proc" && !c.wide.Load() {
+		socks, err := readListenersDiag()
+		if !errors.Is(err, errNoDiag) {
+			return socks, err == nil, err
+		}
+	}
+	socks, err = readListeners(c.cfg.ProcRoot)
+	return socks, false, err
+}
+
+// scanFor is the walk for the holders of inodes among uid's processes.
+func (c *Checker) scanFor(uid uint32, inodes map[uint64]bool, narrow bool) scan {
+	s := scan{procRoot: c.cfg.ProcRoot, uid: uid, want: inodes, narrow: narrow}
+	if c.cfg.ProcRoot == "/proc" {
+		s.self = c.selfPID
+	}
+	return s
 }
 
 // noListener refuses an address nothing listens on, naming Docker's
@@ -325,7 +370,7 @@ func (c *Checker) refuse(addr netip.AddrPort, r Reason, detail string, err error
 
 // judge applies the seed's steps 2–4 to every listener; the first refusal
 // is the answer.
-func (c *Checker) judge(ctx context.Context, addr netip.AddrPort, socks []Socket, ownerTyped bool) error {
+func (c *Checker) judge(ctx context.Context, addr netip.AddrPort, socks []Socket, ownerTyped, narrow bool) error {
 	trees, err := c.roots(c.cfg.Checkout, c.cfg.Home)
 	if err != nil {
 		return c.refuse(addr, ReasonCheckFailed, "", err)
@@ -345,11 +390,11 @@ func (c *Checker) judge(ctx context.Context, addr netip.AddrPort, socks []Socket
 	}
 	if c.uid == 0 {
 		// Every socket here is root's (any other was refused above).
-		return c.judgeRootController(ctx, addr, byUID[0], trees)
+		return c.judgeRootController(ctx, addr, byUID[0], trees, narrow)
 	}
 	// The controller's user: every process holding each socket.
 	if inodes := byUID[c.uid]; inodes != nil {
-		if err := c.judgeProcesses(ctx, addr, inodes, trees, ownerTyped); err != nil {
+		if err := c.judgeProcesses(ctx, addr, inodes, trees, ownerTyped, narrow); err != nil {
 			return err
 		}
 	}
@@ -395,8 +440,8 @@ func (c *Checker) judge(ctx context.Context, addr netip.AddrPort, socks []Socket
 // every root process could be read, CheckFailed when a blind one might
 // be its holder. Only permission errors make a process blind; any other
 // error reading the descriptors refuses (CheckFailed).
-func (c *Checker) judgeRootController(ctx context.Context, addr netip.AddrPort, inodes map[uint64]bool, trees []string) error {
-	held, blind, err := holders(ctx, c.cfg.ProcRoot, 0, inodes)
+func (c *Checker) judgeRootController(ctx context.Context, addr netip.AddrPort, inodes map[uint64]bool, trees []string, narrow bool) error {
+	held, blind, err := holders(ctx, c.scanFor(0, inodes, narrow))
 	if err != nil {
 		return c.refuse(addr, ReasonCheckFailed, "", err)
 	}
@@ -422,8 +467,8 @@ func (c *Checker) judgeRootController(ctx context.Context, addr netip.AddrPort, 
 	return nil
 }
 
-func (c *Checker) judgeProcesses(ctx context.Context, addr netip.AddrPort, inodes map[uint64]bool, trees []string, ownerTyped bool) error {
-	held, blind, err := holders(ctx, c.cfg.ProcRoot, c.uid, inodes)
+func (c *Checker) judgeProcesses(ctx context.Context, addr netip.AddrPort, inodes map[uint64]bool, trees []string, ownerTyped, narrow bool) error {
+	held, blind, err := holders(ctx, c.scanFor(c.uid, inodes, narrow))
 	if err != nil {
 		return c.refuse(addr, ReasonCheckFailed, "", err)
 	}

@@ -21,14 +21,16 @@ const stateListen = "0A"
 // than this is refused (CheckFailed) rather than judged on a partial list.
 const maxProcNetBytes = 64 << 20
 
-// Socket is one listening TCP socket from /proc/net/tcp or tcp6.
+// Socket is one listening TCP socket from the kernel's table (sock_diag,
+// or /proc/net/tcp and tcp6).
 type Socket struct {
 	// Local is the address and port it is bound to; a tcp6 socket bound
 	// to a v4-mapped address keeps its ::ffff: form.
 	Local netip.AddrPort
 	// UID is the socket's owner as the kernel records it.
 	UID uint32
-	// Inode is the socket's inode (0 for a socket no file holds).
+	// Inode is the socket's inode (0 for a socket no file holds); from
+	// sock_diag, its low 32 bits (see errWideInodes).
 	Inode uint64
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -110,25 +111,46 @@ func TestAnswers(t *testing.T) {
 	}
 }
 
-// The real /proc: a listener the test opens is found, with its owner.
+// The real kernel: a listener the test opens is found by sock_diag and
+// in /proc/net/tcp{,6} alike, with its owner and inode, and its holder
+// (this process, read by fstat) is found by the walk.
 func TestReadListenersReal(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	addrs := []string{"127.0.0.1:0"}
+	if l, err := net.Listen("tcp6", "[::1]:0"); err == nil {
+		l.Close()
+		addrs = append(addrs, "[::1]:0", "[::ffff:127.0.0.1]:0")
 	}
-	defer l.Close()
-	addr := netip.MustParseAddrPort(l.Addr().String())
-	all, err := readListeners("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := matching(all, addr)
-	if len(m) != 1 || m[0].UID != uint32(os.Geteuid()) || m[0].Inode == 0 {
-		t.Fatalf("matching(%s) = %+v", addr, m)
-	}
-	held, _, err := holders(context.Background(), "/proc", m[0].UID, map[uint64]bool{m[0].Inode: true})
-	if err != nil || len(held[m[0].Inode]) != 1 || held[m[0].Inode][0] != os.Getpid() {
-		t.Fatalf("holders = %v, %v; want this process (%d)", held, err, os.Getpid())
+	for _, a := range addrs {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		addr := netip.MustParseAddrPort(l.Addr().String())
+		fromProc, err := readListeners("/proc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromDiag, err := readListenersDiag()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := matching(fromProc, addr)
+		if len(m) != 1 || m[0].UID != uint32(os.Geteuid()) || m[0].Inode == 0 {
+			t.Fatalf("%s: /proc/net has %+v", addr, m)
+		}
+		if d := matching(fromDiag, addr); len(d) != 1 || d[0] != m[0] {
+			t.Fatalf("%s: sock_diag has %+v, /proc/net has %+v", addr, d, m)
+		}
+		held, blind, err := holders(context.Background(), scan{procRoot: "/proc", uid: m[0].UID, want: map[uint64]bool{m[0].Inode: true}, narrow: true, self: os.Getpid()})
+		if err != nil || !slices.Equal(held[m[0].Inode], []int{os.Getpid()}) {
+			t.Fatalf("holders = %v (blind %v), %v; want this process (%d)", held, blind, err, os.Getpid())
+		}
+		// The same walk through /proc/self/fd links, not fstat.
+		held, _, err = holders(context.Background(), scan{procRoot: "/proc", uid: m[0].UID, want: map[uint64]bool{m[0].Inode: true}})
+		if err != nil || !slices.Equal(held[m[0].Inode], []int{os.Getpid()}) {
+			t.Fatalf("holders through links = %v, %v; want this process (%d)", held, err, os.Getpid())
+		}
 	}
 }
 

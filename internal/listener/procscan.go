@@ -1,14 +1,21 @@
 package listener
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -44,94 +51,309 @@ func denied(err error) bool {
 	return errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
 }
 
-// holders maps each inode in want to the pids of every process of uid
-// (by effective uid, which /proc/<pid> shows even for a non-dumpable
-// process) that holds it. Only those processes' descriptors are read (one
-// stat each for the rest), which keeps the walk cheap on a machine with
-// thousands of processes. blind lists the processes of uid whose
-// descriptors could not be read: any of them might hold a socket, so the
-// caller must not pass a socket while blind is not empty (but see
-// judgeRootController). Only a permission error makes a process blind;
-// any other error fails the walk.
-func holders(ctx context.Context, procRoot string, uid uint32, want map[uint64]bool) (held map[uint64][]int, blind []int, err error) {
-	dir, err := os.Open(procRoot)
+// errWideInodes: a socket's inode does not fit the 32 bits sock_diag
+// reports, so listeners read from it cannot be matched to holders.
+var errWideInodes = errors.New("a socket inode exceeds the 32 bits sock_diag reports")
+
+// scan says whose descriptors holders reads and what it looks for.
+type scan struct {
+	procRoot string
+	uid      uint32
+	want     map[uint64]bool
+	// narrow: want holds sock_diag's 32-bit inodes. A socket whose inode
+	// is wider fails the walk (errWideInodes) rather than be matched on
+	// its low bits.
+	narrow bool
+	// self is the controller's own pid when procRoot is the real /proc
+	// (else 0): its descriptors are read with fstat, one cheap call
+	// each, instead of a /proc lookup each.
+	self int
+}
+
+const (
+	// pidBatch is how many pids a walker takes at a time.
+	pidBatch = 16
+	// direntBuf is one getdents buffer.
+	direntBuf = 16 << 10
+	// linkBuf holds "socket:[N]" for any 64-bit N; a longer link (a
+	// path) is cut short, and no cut path reads as a socket.
+	linkBuf = 64
+)
+
+// holders maps each inode in s.want to the pids of every process of
+// s.uid (by effective uid, which /proc/<pid> shows even for a
+// non-dumpable process) that holds it. Only those processes' descriptors
+// are read (one stat each for the rest), by GOMAXPROCS walkers. blind
+// lists the processes of s.uid whose descriptors could not be read: any
+// of them might hold a socket, so the caller must not pass a socket while
+// blind is not empty (but see judgeRootController). Only a permission
+// error makes a process blind; any other error fails the walk, and a
+// process that exits meanwhile holds nothing.
+func holders(ctx context.Context, s scan) (held map[uint64][]int, blind []int, err error) {
+	dir, err := unix.Open(s.procRoot, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("opening %s: %w", procRoot, err)
+		return nil, nil, fmt.Errorf("opening %s: %w", s.procRoot, err)
 	}
-	defer dir.Close()
-	names, err := dir.Readdirnames(-1)
+	defer unix.Close(dir)
+	pids, err := listPIDs(dir, make([]byte, direntBuf))
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing %s: %w", procRoot, err)
+		return nil, nil, fmt.Errorf("listing %s: %w", s.procRoot, err)
 	}
-	dfd := int(dir.Fd())
+	n := max(1, min(runtime.GOMAXPROCS(0), (len(pids)+pidBatch-1)/pidBatch))
+	walkers := make([]walker, n)
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for i := range walkers {
+		w := &walkers[i]
+		*w = walker{s: &s, dir: dir, dents: make([]byte, direntBuf), link: make([]byte, linkBuf)}
+		wg.Go(func() {
+			for !failed.Load() {
+				if err := ctx.Err(); err != nil {
+					w.err = err
+					failed.Store(true)
+					return
+				}
+				lo := int(next.Add(pidBatch)) - pidBatch
+				if lo >= len(pids) {
+					return
+				}
+				for _, pid := range pids[lo:min(lo+pidBatch, len(pids))] {
+					if err := w.process(pid); err != nil {
+						w.err = err
+						failed.Store(true)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 	held = make(map[uint64][]int)
-	buf := make([]byte, 64)
-	for i, name := range names {
-		if i%64 == 0 && ctx.Err() != nil {
-			return nil, nil, ctx.Err()
+	for i := range walkers {
+		w := &walkers[i]
+		if w.err != nil {
+			return nil, nil, w.err
 		}
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid <= 0 {
-			continue
+		for _, h := range w.found {
+			held[h.ino] = append(held[h.ino], h.pid)
 		}
-		var st unix.Stat_t
-		if err := unix.Fstatat(dfd, name, &st, 0); err != nil {
-			if gone(err) {
-				continue
-			}
-			return nil, nil, fmt.Errorf("stat %s/%s: %w", procRoot, name, err)
-		}
-		if st.Uid != uid {
-			continue
-		}
-		if err := socketsOf(dfd, name, buf, want, func(ino uint64) { held[ino] = append(held[ino], pid) }); err != nil {
-			if !denied(err) {
-				// EMFILE, ENOMEM, a /proc that is not what it seems: the
-				// facts could not be read, which is never a blind spot a
-				// root controller may tolerate.
-				return nil, nil, fmt.Errorf("reading the descriptors of pid %d: %w", pid, err)
-			}
-			// An LSM, or a process turning non-dumpable under a non-root
-			// controller.
-			blind = append(blind, pid)
-		}
+		blind = append(blind, w.blind...)
 	}
+	for ino, p := range held {
+		slices.Sort(p)
+		held[ino] = slices.Compact(p)
+	}
+	slices.Sort(blind)
 	return held, blind, nil
 }
 
-// socketsOf calls found for every fd of process pidName that is a socket
-// in want.
-func socketsOf(procFD int, pidName string, buf []byte, want map[uint64]bool, found func(uint64)) error {
-	fd, err := unix.Openat(procFD, pidName+"/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
+type holding struct {
+	ino uint64
+	pid int
+}
+
+// walker reads the descriptors of the pids it takes, with its own
+// buffers, so a process costs its system calls and no allocation but
+// the path strings.
+type walker struct {
+	s     *scan
+	dir   int // procRoot
+	dents []byte
+	link  []byte
+	name  []byte
+	found []holding
+	blind []int
+	err   error
+}
+
+func (w *walker) process(pid int) error {
+	w.name = strconv.AppendInt(w.name[:0], int64(pid), 10)
+	var st unix.Stat_t
+	if err := unix.Fstatat(w.dir, string(w.name), &st, 0); err != nil {
 		if gone(err) {
 			return nil
 		}
-		return err
+		return fmt.Errorf("stat %s/%d: %w", w.s.procRoot, pid, err)
 	}
-	f := os.NewFile(uintptr(fd), pidName+"/fd")
-	defer f.Close()
-	fds, err := f.Readdirnames(-1)
-	if err != nil {
-		if gone(err) {
-			return nil
+	if st.Uid != w.s.uid {
+		return nil
+	}
+	w.name = append(w.name, "/fd"...)
+	fd, err := unix.Openat(w.dir, string(w.name), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == nil {
+		if pid == w.s.self {
+			err = w.ownFDs(fd, pid)
+		} else {
+			err = w.fds(fd, pid)
 		}
-		return err
+		unix.Close(fd)
 	}
-	for _, name := range fds {
-		n, err := unix.Readlinkat(fd, name, buf)
+	switch {
+	case err == nil || gone(err):
+		return nil
+	case denied(err):
+		w.blind = append(w.blind, pid)
+		return nil
+	default:
+		return fmt.Errorf("reading the descriptors of pid %d: %w", pid, err)
+	}
+}
+
+// fds reads every descriptor of pid through its open fd folder.
+func (w *walker) fds(fd, pid int) error {
+	return w.eachEntry(fd, func(name []byte) error {
+		n, err := unix.Readlinkat(fd, string(name), w.link)
 		if err != nil {
 			if gone(err) {
-				continue
+				return nil // closed meanwhile
 			}
 			return err
 		}
-		if ino, ok := socketInode(buf[:n]); ok && want[ino] {
-			found(ino)
+		if ino, ok := socketInode(w.link[:n]); ok {
+			return w.saw(ino, pid)
 		}
+		return nil
+	})
+}
+
+// ownFDs reads the controller's own descriptors, listed in its fd folder,
+// with fstat: the same socket inode a /proc link names, for a fraction
+// of the cost, on a process that may hold many.
+func (w *walker) ownFDs(fd, pid int) error {
+	dev, err := sockfsDev()
+	if err != nil {
+		return err
+	}
+	return w.eachEntry(fd, func(name []byte) error {
+		n, err := strconv.Atoi(string(name))
+		if err != nil {
+			return fmt.Errorf("descriptor %q is not a number", name)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(n, &st); err != nil {
+			if errors.Is(err, syscall.EBADF) {
+				return nil // closed meanwhile
+			}
+			return err
+		}
+		// A socket file on a disk (an O_PATH descriptor of one) is no
+		// socket: only sockfs numbers sockets.
+		if st.Mode&unix.S_IFMT == unix.S_IFSOCK && uint64(st.Dev) == dev {
+			return w.saw(st.Ino, pid)
+		}
+		return nil
+	})
+}
+
+func (w *walker) saw(ino uint64, pid int) error {
+	if w.s.narrow && ino > math.MaxUint32 {
+		return fmt.Errorf("socket inode %d of pid %d: %w", ino, pid, errWideInodes)
+	}
+	if w.s.want[ino] {
+		w.found = append(w.found, holding{ino, pid})
 	}
 	return nil
 }
+
+// eachEntry calls f with the name of every entry of the open folder fd
+// but . and .., reading until the kernel says the folder has no more.
+func (w *walker) eachEntry(fd int, f func(name []byte) error) error {
+	for {
+		n, err := unix.Getdents(fd, w.dents)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		for b := w.dents[:n]; len(b) > 0; {
+			name, rest, err := nextDirent(b)
+			if err != nil {
+				return err
+			}
+			b = rest
+			if string(name) == "." || string(name) == ".." {
+				continue
+			}
+			if err := f(name); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// nextDirent reads one struct linux_dirent64 from b.
+func nextDirent(b []byte) (name, rest []byte, err error) {
+	const nameOff = 19 // d_ino 8, d_off 8, d_reclen 2, d_type 1
+	if len(b) < nameOff+1 {
+		return nil, nil, fmt.Errorf("a directory entry of %d bytes", len(b))
+	}
+	reclen := int(binary.NativeEndian.Uint16(b[16:]))
+	if reclen < nameOff+1 || reclen > len(b) {
+		return nil, nil, fmt.Errorf("a directory entry of length %d in %d bytes", reclen, len(b))
+	}
+	name = b[nameOff:reclen]
+	end := bytes.IndexByte(name, 0)
+	if end <= 0 {
+		return nil, nil, errors.New("a directory entry without a name")
+	}
+	return name[:end], b[reclen:], nil
+}
+
+// listPIDs lists the numeric entries of the open /proc folder dir.
+func listPIDs(dir int, buf []byte) ([]int, error) {
+	var pids []int
+	for {
+		n, err := unix.Getdents(dir, buf)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return pids, nil
+		}
+		for b := buf[:n]; len(b) > 0; {
+			name, rest, err := nextDirent(b)
+			if err != nil {
+				return nil, err
+			}
+			b = rest
+			if pid, ok := parsePID(name); ok {
+				pids = append(pids, pid)
+			}
+		}
+	}
+}
+
+// parsePID reads a /proc entry named by a pid: decimal digits, no
+// leading zero.
+func parsePID(name []byte) (int, bool) {
+	if len(name) == 0 || len(name) > 9 || name[0] == '0' {
+		return 0, false
+	}
+	pid := 0
+	for _, c := range name {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		pid = pid*10 + int(c-'0')
+	}
+	return pid, true
+}
+
+// sockfsDev is the device number of the kernel's socket file system.
+var sockfsDev = sync.OnceValues(func() (uint64, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("opening a socket to learn sockfs's device: %w", err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return 0, fmt.Errorf("stat of a socket: %w", err)
+	}
+	return uint64(st.Dev), nil
+})
 
 // socketInode reads "socket:[12345]".
 func socketInode(link []byte) (uint64, bool) {
@@ -139,8 +361,15 @@ func socketInode(link []byte) (uint64, bool) {
 	if len(link) < len(pre)+2 || string(link[:len(pre)]) != pre || link[len(link)-1] != ']' {
 		return 0, false
 	}
-	ino, err := strconv.ParseUint(string(link[len(pre):len(link)-1]), 10, 64)
-	return ino, err == nil
+	var ino uint64
+	for _, c := range link[len(pre) : len(link)-1] {
+		d := uint64(c - '0')
+		if c < '0' || c > '9' || ino > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		ino = ino*10 + d
+	}
+	return ino, true
 }
 
 // readProcess reads the facts the check judges about one process. ok is
