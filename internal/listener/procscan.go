@@ -200,7 +200,10 @@ func (w *walker) process(pid int) error {
 	}
 }
 
-// fds reads every descriptor of pid through its open fd folder.
+// fds reads every descriptor of pid through its open fd folder. A link
+// is read, not followed: stat through it would ask the file's own file
+// system (a stalled FUSE or NFS server could hold the check forever),
+// where readlink only names it.
 func (w *walker) fds(fd, pid int) error {
 	return w.eachEntry(fd, func(name []byte) error {
 		n, err := unix.Readlinkat(fd, string(name), w.link)
