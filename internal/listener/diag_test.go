@@ -131,14 +131,6 @@ func FuzzParseDiag(f *testing.F) {
 	})
 }
 
-// The real kernel agrees with the request's shape: a dump of each
-// family ends, and every socket in it listens (checked by parseDiag).
-func TestDiagRequestReal(t *testing.T) {
-	if _, err := readListenersDiag(); err != nil {
-		t.Fatalf("sock_diag on this kernel: %v", err)
-	}
-}
-
 func TestWalkHelpers(t *testing.T) {
 	for in, want := range map[string]uint64{"socket:[1]": 1, "socket:[4026531993]": 4026531993, "socket:[18446744073709551615]": math.MaxUint64} {
 		if got, ok := socketInode([]byte(in)); !ok || got != want {
