@@ -81,7 +81,7 @@ func wallOwned(name string) bool {
 	u := strings.ToUpper(name)
 	switch u {
 	case "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY",
-		"TMPDIR", "HOME", "NPM_CONFIG_CACHE", "UV_CACHE_DIR", "CROW_ADDON_DOOR_TOKEN_FILE":
+		"NODE_USE_ENV_PROXY", "TMPDIR", "HOME", "NPM_CONFIG_CACHE", "UV_CACHE_DIR", "CROW_ADDON_DOOR_TOKEN_FILE":
 		return true
 	}
 	return strings.HasPrefix(u, "XDG_") || switchNames[u]
@@ -97,14 +97,17 @@ func wallEnv(data string, proxyPort int, doors bool) map[string]string {
 		"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "ALL_PROXY": proxy,
 		"http_proxy": proxy, "https_proxy": proxy, "all_proxy": proxy,
 		"NO_PROXY": noProxy, "no_proxy": noProxy,
-		"TMPDIR":           "/tmp",
-		"HOME":             data,
-		"XDG_CACHE_HOME":   cache,
-		"XDG_CONFIG_HOME":  data + "/.config",
-		"XDG_DATA_HOME":    data + "/.local/share",
-		"XDG_STATE_HOME":   data + "/.local/state",
-		"npm_config_cache": cache + "/npm",
-		"UV_CACHE_DIR":     cache + "/uv",
+		// Node's own fetch and http honour the proxy variables only when
+		// told to (Node 22.21 and 24 on; older Node ignores it).
+		"NODE_USE_ENV_PROXY": "1",
+		"TMPDIR":             "/tmp",
+		"HOME":               data,
+		"XDG_CACHE_HOME":     cache,
+		"XDG_CONFIG_HOME":    data + "/.config",
+		"XDG_DATA_HOME":      data + "/.local/share",
+		"XDG_STATE_HOME":     data + "/.local/state",
+		"npm_config_cache":   cache + "/npm",
+		"UV_CACHE_DIR":       cache + "/uv",
 	}
 	if doors {
 		env["CROW_ADDON_DOOR_TOKEN_FILE"] = DoorTokenPath

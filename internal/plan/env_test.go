@@ -54,9 +54,9 @@ func TestBuildEnv(t *testing.T) {
 		},
 		{
 			name:    "the entry cannot override wall variables, in any case",
-			in:      EnvInput{Own: []EnvVar{{Name: "HTTPS_PROXY", Value: "http://evil"}, {Name: "no_proxy", Value: "*"}, {Name: "NPM_CONFIG_CACHE", Value: "/x"}, {Name: "XDG_CACHE_HOME", Value: "/x"}, {Name: "CROW_ADDON_WALLS", Value: "off"}, {Name: "CROW_ADDON_DOOR_TOKEN_FILE", Value: "/x"}}},
-			want:    want{has: map[string]string{"HTTPS_PROXY": "http://127.0.0.1:39080", "no_proxy": "localhost,127.0.0.1,::1", "XDG_CACHE_HOME": "/data/demo/.cache"}, absent: []string{"NPM_CONFIG_CACHE", "CROW_ADDON_WALLS", "CROW_ADDON_DOOR_TOKEN_FILE"}},
-			dropped: []string{"CROW_ADDON_DOOR_TOKEN_FILE", "CROW_ADDON_WALLS", "HTTPS_PROXY", "NPM_CONFIG_CACHE", "XDG_CACHE_HOME", "no_proxy"},
+			in:      EnvInput{Own: []EnvVar{{Name: "HTTPS_PROXY", Value: "http://evil"}, {Name: "no_proxy", Value: "*"}, {Name: "NPM_CONFIG_CACHE", Value: "/x"}, {Name: "XDG_CACHE_HOME", Value: "/x"}, {Name: "CROW_ADDON_WALLS", Value: "off"}, {Name: "CROW_ADDON_DOOR_TOKEN_FILE", Value: "/x"}, {Name: "NODE_USE_ENV_PROXY", Value: "0"}}},
+			want:    want{has: map[string]string{"HTTPS_PROXY": "http://127.0.0.1:39080", "no_proxy": "localhost,127.0.0.1,::1", "XDG_CACHE_HOME": "/data/demo/.cache", "NODE_USE_ENV_PROXY": "1"}, absent: []string{"NPM_CONFIG_CACHE", "CROW_ADDON_WALLS", "CROW_ADDON_DOOR_TOKEN_FILE"}},
+			dropped: []string{"CROW_ADDON_DOOR_TOKEN_FILE", "CROW_ADDON_WALLS", "HTTPS_PROXY", "NODE_USE_ENV_PROXY", "NPM_CONFIG_CACHE", "XDG_CACHE_HOME", "no_proxy"},
 		},
 		{
 			name:    "an injection variable from a manifest default is refused",
