@@ -4,90 +4,37 @@ import (
 	"context"
 	"io"
 	"net"
-	"os"
-	"slices"
-	"strconv"
 	"testing"
 	"time"
+
+	"github.com/addonwall/addonwall/internal/latency"
+	"github.com/addonwall/addonwall/internal/throughput"
 )
 
-// benchBytes is how much each throughput iteration moves: 64 MiB, or
-// ADDONWALL_BENCH_BYTES (e.g. 1073741824 for the 1 GiB figure).
-func benchBytes(b *testing.B) int64 {
-	if s := os.Getenv("ADDONWALL_BENCH_BYTES"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n <= 0 {
-			b.Fatalf("ADDONWALL_BENCH_BYTES=%q is not a positive byte count", s)
-		}
-		return n
-	}
-	return 64 << 20
-}
-
-// sinkServer reads everything until the client's half-close, then answers
-// one byte, so a transfer is timed end to end.
-func sinkServer(b *testing.B) string {
-	return tcpServer(b, func(c net.Conn) {
-		_, _ = io.Copy(io.Discard, c)
-		_, _ = c.Write([]byte{1})
-	})
-}
-
-func pushThrough(b *testing.B, c net.Conn, n int64, buf []byte) time.Duration {
-	start := time.Now()
-	for left := n; left > 0; {
-		chunk := buf
-		if int64(len(chunk)) > left {
-			chunk = chunk[:left]
-		}
-		w, err := c.Write(chunk)
-		if err != nil {
-			b.Fatal(err)
-		}
-		left -= int64(w)
-	}
-	if err := c.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
-		b.Fatal(err)
-	}
-	ack := make([]byte, 1)
-	if _, err := io.ReadFull(c, ack); err != nil {
-		b.Fatal(err)
-	}
-	d := time.Since(start)
-	_ = c.Close()
-	return d
-}
-
-// BenchmarkRelayThroughput moves the same bytes through the relay to a
-// loopback server and straight to it, and reports both rates and their
-// ratio.
+// BenchmarkRelayThroughput moves the same bytes (1 GiB, or
+// ADDONWALL_BENCH_BYTES) through the relay to a loopback sink and straight
+// to it, taking turns, and reports both rates and their ratio. The client
+// here speaks to the relay's socket itself; BenchmarkEntryTransfer in
+// internal/wallentry puts the entry's proxy in front.
 func BenchmarkRelayThroughput(b *testing.B) {
-	n := benchBytes(b)
-	sink := sinkServer(b)
+	sink := throughput.Sink(b)
 	f := startRelay(b, Config{Rules: Rules{Internet: true}})
 	f.dialer.route("93.184.215.14:443", sink)
-	buf := make([]byte, 256<<10)
-	var viaRelay, direct time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		c, err := DialRelay(context.Background(), f.relay.SocketPath(), "example.com:443")
-		if err != nil {
-			b.Fatal(err)
-		}
-		viaRelay += pushThrough(b, c, n, buf)
-		d, err := net.Dial("tcp", sink)
-		if err != nil {
-			b.Fatal(err)
-		}
-		direct += pushThrough(b, d, n, buf)
-	}
-	b.StopTimer()
-	mb := float64(n) * float64(b.N) / 1e6
-	relayRate, directRate := mb/viaRelay.Seconds(), mb/direct.Seconds()
-	b.ReportMetric(relayRate, "relay-MB/s")
-	b.ReportMetric(directRate, "direct-MB/s")
-	b.ReportMetric(relayRate/directRate, "relay/direct")
-	b.ReportMetric(float64(n), "bytes/op")
+	throughput.Compare(b, "relay",
+		func() net.Conn {
+			d, err := net.Dial("tcp", sink)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return d
+		},
+		func() net.Conn {
+			c, err := DialRelay(context.Background(), f.relay.SocketPath(), "example.com:443")
+			if err != nil {
+				b.Fatal(err)
+			}
+			return c
+		})
 }
 
 // BenchmarkRelayConnectLatency times one CONNECT from the client's dial to
@@ -98,7 +45,7 @@ func BenchmarkRelayConnectLatency(b *testing.B) {
 	server := tcpServer(b, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 	f := startRelay(b, Config{Rules: Rules{Internet: true}, OwnNetwork: GatherOwnNetwork})
 	f.dialer.route("93.184.215.14:443", server)
-	times := make([]time.Duration, 0, b.N)
+	times := make(latency.Samples, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
@@ -110,7 +57,6 @@ func BenchmarkRelayConnectLatency(b *testing.B) {
 		_ = c.Close()
 	}
 	b.StopTimer()
-	slices.Sort(times)
-	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns")
-	b.ReportMetric(float64(times[len(times)*95/100].Nanoseconds()), "p95-ns")
+	b.ReportMetric(float64(times.P50().Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(times.P95().Nanoseconds()), "p95-ns")
 }

@@ -2,16 +2,17 @@ package wallentry
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"io"
 	"net"
 	"net/netip"
-	"os"
-	"slices"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/addonwall/addonwall/internal/egress"
+	"github.com/addonwall/addonwall/internal/latency"
+	"github.com/addonwall/addonwall/internal/throughput"
 )
 
 // The benchmarks time the add-on's way out as the wall builds it: the
@@ -20,50 +21,23 @@ import (
 // namespace boundary is missing, which a loopback connection crosses
 // without copying.
 
-// benchBytes is how much one transfer moves: 64 MiB, or
-// ADDONWALL_BENCH_BYTES (1073741824 for the 1 GiB figure).
-func benchBytes(b *testing.B) int64 {
-	if s := os.Getenv("ADDONWALL_BENCH_BYTES"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n <= 0 {
-			b.Fatalf("ADDONWALL_BENCH_BYTES=%q is not a positive byte count", s)
-		}
-		return n
-	}
-	return 64 << 20
-}
-
-// benchSink reads everything until the client's half-close, then answers
-// one byte, so a transfer is timed end to end.
-func benchSink(b *testing.B) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_, _ = io.Copy(io.Discard, c)
-				_, _ = c.Write([]byte{1})
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
-
 // benchWall is an entry in front of a relay whose internet reaches sink.
+// As in the e2e tests, only the resolver, the dialer (the public address
+// mapped to sink) and the listener check (the bench's own sink only) are
+// injected; the policy and this host's addresses are the real ones.
 func benchWall(b *testing.B, sink string) string {
+	sinkAddr := netip.MustParseAddrPort(sink)
 	r := newRelay(b, egress.Config{
 		Rules:      egress.Rules{Internet: true},
 		Resolver:   fixedDNS{"example.com": {netip.MustParseAddr("93.184.215.14")}},
 		Dialer:     loopDialer{"93.184.215.14:443": sink},
 		OwnNetwork: egress.GatherOwnNetwork,
+		ListenerCheck: func(_ context.Context, a netip.AddrPort, _ bool) error {
+			if a != sinkAddr {
+				return errors.New("not the bench's listener")
+			}
+			return nil
+		},
 	})
 	l := &ephemeral{}
 	startEntry(b, Config{RelaySocket: r.SocketPath(), ProxyPort: DefaultProxyPort}, l)
@@ -91,55 +65,22 @@ func proxyConnect(b *testing.B, proxy string) net.Conn {
 	return c
 }
 
-func push(b *testing.B, c net.Conn, n int64, buf []byte) time.Duration {
-	start := time.Now()
-	for left := n; left > 0; {
-		chunk := buf
-		if int64(len(chunk)) > left {
-			chunk = chunk[:left]
-		}
-		w, err := c.Write(chunk)
-		if err != nil {
-			b.Fatal(err)
-		}
-		left -= int64(w)
-	}
-	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
-		b.Fatal(err)
-	}
-	d := time.Since(start)
-	_ = c.Close()
-	return d
-}
-
-// BenchmarkEntryTransfer moves the same bytes from a client of the entry's
-// proxy through the relay to a loopback server, and straight to it, and
-// reports both rates and their ratio.
+// BenchmarkEntryTransfer moves the same bytes (1 GiB, or
+// ADDONWALL_BENCH_BYTES) from a client of the entry's proxy through the
+// relay to a loopback sink, and straight to it, taking turns, and reports
+// both rates and their ratio: the figure.
 func BenchmarkEntryTransfer(b *testing.B) {
-	n := benchBytes(b)
-	sink := benchSink(b)
+	sink := throughput.Sink(b)
 	proxy := benchWall(b, sink)
-	buf := make([]byte, 256<<10)
-	var walled, direct time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		walled += push(b, proxyConnect(b, proxy), n, buf)
-		d, err := net.Dial("tcp", sink)
-		if err != nil {
-			b.Fatal(err)
-		}
-		direct += push(b, d, n, buf)
-	}
-	b.StopTimer()
-	mb := float64(n) * float64(b.N) / 1e6
-	wr, dr := mb/walled.Seconds(), mb/direct.Seconds()
-	b.ReportMetric(wr, "walled-MB/s")
-	b.ReportMetric(dr, "direct-MB/s")
-	b.ReportMetric(wr/dr, "walled/direct")
-	b.ReportMetric(float64(n), "bytes/op")
+	throughput.Compare(b, "walled",
+		func() net.Conn {
+			d, err := net.Dial("tcp", sink)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return d
+		},
+		func() net.Conn { return proxyConnect(b, proxy) })
 }
 
 // BenchmarkEntryConnectLatency times one connection from the client's dial
@@ -160,8 +101,8 @@ func BenchmarkEntryConnectLatency(b *testing.B) {
 		}
 		_ = c.Close()
 	}
-	walled := make([]time.Duration, 0, b.N)
-	direct := make([]time.Duration, 0, b.N)
+	walled := make(latency.Samples, 0, b.N)
+	direct := make(latency.Samples, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
@@ -176,12 +117,9 @@ func BenchmarkEntryConnectLatency(b *testing.B) {
 		direct = append(direct, time.Since(start))
 	}
 	b.StopTimer()
-	slices.Sort(walled)
-	slices.Sort(direct)
-	p := func(ts []time.Duration, q int) float64 { return float64(ts[len(ts)*q/100].Microseconds()) }
-	b.ReportMetric(p(walled, 50), "walled-p50-µs")
-	b.ReportMetric(p(walled, 95), "walled-p95-µs")
-	b.ReportMetric(p(direct, 50), "direct-p50-µs")
-	b.ReportMetric(p(direct, 95), "direct-p95-µs")
-	b.ReportMetric(p(walled, 50)-p(direct, 50), "added-p50-µs")
+	b.ReportMetric(latency.Us(walled.P50()), "walled-p50-µs")
+	b.ReportMetric(latency.Us(walled.P95()), "walled-p95-µs")
+	b.ReportMetric(latency.Us(direct.P50()), "direct-p50-µs")
+	b.ReportMetric(latency.Us(direct.P95()), "direct-p95-µs")
+	b.ReportMetric(latency.Us(walled.P50()-direct.P50()), "added-p50-µs")
 }
