@@ -34,6 +34,9 @@ type Server struct {
 	// Log gets one line per refusal (the add-on and the reason, never the
 	// target or a token) and, at V(1), one per served door.
 	Log logr.Logger
+	// OnRefusal, if set, is called with each refusal's reason (for
+	// status counters); it must not block for long.
+	OnRefusal func(Reason)
 }
 
 type addonKey struct{}
@@ -165,6 +168,9 @@ func (s *Server) refuse(c net.Conn, addonID string, r Reason) {
 	// Neither the target nor any header is logged: a wall could put its
 	// token anywhere in the request.
 	s.Log.Info("door request refused", "addon", addonID, "reason", string(r))
+	if s.OnRefusal != nil {
+		s.OnRefusal(r)
+	}
 	h := http.Header{"Content-Type": {"text/plain; charset=utf-8"}, "Crow-Door-Refused": {string(r)}}
 	writeResponse(c, r.Status(), h, []byte("door refused: "+string(r)+"\n"))
 }

@@ -5,9 +5,11 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	wallsv1 "github.com/addonwall/addonwall/api/v1alpha1"
 	"github.com/addonwall/addonwall/internal/doors"
+	"github.com/addonwall/addonwall/internal/egress"
 	"github.com/addonwall/addonwall/internal/plan"
 	"github.com/addonwall/addonwall/internal/wallentry"
 )
@@ -79,10 +81,16 @@ func (d *wallDoor) open(p *WallPreparer, id string, set doors.Set, dir string) e
 	}
 	d.token, d.revoke = tok, revoke
 	d.entry = wallentry.Door{Port: port, Socket: plan.RelayDirPath + "/" + doorSocketName}
+	target := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	srv := &doors.Server{
 		Registry: &p.doors,
-		Handler:  doors.Gateway(net.JoinHostPort("127.0.0.1", strconv.Itoa(port))),
+		Handler:  doors.Gateway(target),
 		Log:      p.Log.WithName("doors").WithValues("addon", id),
+		// Door refusals count in status beside the relay's, as
+		// "127.0.0.1:PORT Door<Reason>".
+		OnRefusal: func(r doors.Reason) {
+			p.countRefusal(id, egress.Refusal{Time: time.Now(), Target: target, Reason: egress.Reason("Door" + string(r))})
+		},
 	}
 	go func() { _ = srv.Serve(ln, id) }()
 	return nil

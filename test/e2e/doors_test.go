@@ -258,6 +258,22 @@ func TestDoors(t *testing.T) {
 		}
 	})
 
+	t.Run("door refusals are counted in status, the token never shown", func(t *testing.T) {
+		eventually(t, 20*time.Second, "kiosk's status counts its door refusals", func() (bool, string) {
+			w, err := h.wall("kiosk")
+			if err != nil {
+				return false, err.Error()
+			}
+			e := w.Status.Egress
+			return e.Refusals["DoorNoToken"] >= 1 && e.Refusals["DoorBadToken"] >= 2 && e.Refusals["DoorNotInSet"] >= 2 && e.Refusals["DoorBadTarget"] >= 3,
+				fmt.Sprintf("%+v", e)
+		})
+		// Positive control: studio was refused only what it was refused.
+		if w, err := h.wall("studio"); err != nil || w.Status.Egress.Refusals["DoorNoToken"] != 0 || w.Status.Egress.Refusals["DoorBadToken"] < 2 {
+			t.Errorf("studio's refusals: %v (%v), want its two BadToken and no NoToken", w.Status.Egress.Refusals, err)
+		}
+	})
+
 	t.Run("no token is ever logged or stored", func(t *testing.T) {
 		logMu.Lock()
 		all := logs.String()
