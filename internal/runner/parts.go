@@ -138,6 +138,9 @@ func newSessions(mgr manager.Manager, o Options, prober *hostprobe.Prober, failu
 	if o.WallPreparer != nil {
 		o.WallPreparer(prep)
 	}
+	if o.Paths.Checkout == "" {
+		o.Log.Info("no Crow checkout is known (--crow-checkout or CROW_APP_ROOT): no add-on is first-party, and every wall's loopback connections are refused, since the listener-owner check cannot tell Crow's own processes")
+	}
 	// The store's lock is held, so no other controller runs walls from
 	// this Crow home: a relay folder found now is a killed one's.
 	if n, err := prep.SweepRelays(); err != nil {
