@@ -1,6 +1,6 @@
 // Package splice copies a pair of connections both ways until both
-// directions end: the one copy loop behind the relay's tunnels and the
-// in-wall entry's proxy and forwards.
+// directions end: the one copy loop behind every tunnel the relay and the
+// in-wall entry carry (the proxy, the listed-port forwards, the doors).
 package splice
 
 import (
