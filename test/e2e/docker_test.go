@@ -39,8 +39,8 @@ func TestWalledAddonReachesOnlyItsOwnContainer(t *testing.T) {
 	e2eenv.Bwrap(t)
 	e2eenv.Node(t)
 	e2eenv.Docker(t)
-	entryBin := netEntryBinary(t)
-	pongd := buildPongd(t)
+	entryBin := built(t, "addonwall")
+	pongd := built(t, "pongd")
 	image := importPongd(t, pongd)
 	h := newHome(t)
 	h.paths.Checkout = filepath.Join(h.root, "checkout")
@@ -69,8 +69,8 @@ func TestWalledAddonReachesOnlyItsOwnContainer(t *testing.T) {
 	// name) and a service run from the checkout, both of this user.
 	gwBin := filepath.Join(h.root, "bin", "crow-gateway")
 	chkBin := filepath.Join(h.paths.Checkout, "tools", "pongd")
-	copyExec(t, pongd, gwBin)
-	copyExec(t, pongd, chkBin)
+	copyFile(t, pongd, gwBin, 0o755)
+	copyFile(t, pongd, chkBin, 0o755)
 	ports["gateway"] = startPongd(t, gwBin, "gateway")
 	ports["checkout"] = startPongd(t, chkBin, "checkout")
 	ports["nobody"] = freeLoopbackPort(t)
@@ -191,38 +191,6 @@ func TestWalledAddonReachesOnlyItsOwnContainer(t *testing.T) {
 	beta.end()
 }
 
-var (
-	pongdOnce sync.Once
-	pongdPath string
-	pongdErr  error
-)
-
-// buildPongd builds the static test service once, under the repository's
-// .cache.
-func buildPongd(t *testing.T) string {
-	t.Helper()
-	pongdOnce.Do(func() {
-		dir := filepath.Join(e2eenv.RepoRoot(t), ".cache", "e2e-entry")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			pongdErr = err
-			return
-		}
-		out := filepath.Join(dir, "pongd")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./test/e2e/testdata/pongd")
-		cmd.Dir = e2eenv.RepoRoot(t)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			pongdErr = fmt.Errorf("go build pongd: %w\n%s", err, b)
-			return
-		}
-		pongdPath = out
-	})
-	if pongdErr != nil {
-		t.Fatal(pongdErr)
-	}
-	return pongdPath
-}
-
 // importPongd makes a one-file image of pongd (nothing is pulled).
 func importPongd(t *testing.T, bin string) string {
 	t.Helper()
@@ -331,18 +299,4 @@ func freeLoopbackPort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-func copyExec(t *testing.T, from, to string) {
-	t.Helper()
-	data, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
 }

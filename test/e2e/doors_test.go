@@ -98,7 +98,7 @@ func (g *gatewayStub) requests() []string {
 func TestDoors(t *testing.T) {
 	e2eenv.Bwrap(t)
 	e2eenv.Node(t)
-	entryBin := netEntryBinary(t)
+	entryBin := built(t, "addonwall")
 	h := newHome(t)
 	gw := &gatewayStub{}
 	srv := httptest.NewServer(gw)
@@ -122,7 +122,11 @@ func TestDoors(t *testing.T) {
 		"browser": install("browser", "browser", false), // third-party naming a first-party set
 		"sneaky":  install("sneaky", "kiosk", true),     // another id's set
 	}
-	writeJSON(t, filepath.Join(h.paths.Checkout, "registry", "addon-profiles.json"), profiles)
+	b, err := json.Marshal(profiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkfile(t, filepath.Join(h.paths.Checkout, "registry", "addon-profiles.json"), string(b))
 	h.write("mcp-addons.json", addons)
 
 	var logs bytes.Buffer
@@ -299,19 +303,4 @@ func TestDoors(t *testing.T) {
 			}
 		}
 	})
-}
-
-// writeJSON writes v as a JSON file, making its folder.
-func writeJSON(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -44,7 +44,7 @@ func (remoteResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 func TestNpmServerNetwork(t *testing.T) {
 	e2eenv.Bwrap(t)
 	e2eenv.Node(t)
-	entryBin := netEntryBinary(t)
+	entryBin := built(t, "addonwall")
 	h := newHome(t)
 
 	remote := mcp.NewServer(&mcp.Implementation{Name: "remote", Version: "1"}, nil)

@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -106,39 +105,6 @@ type netAnswer struct {
 	Body   string `json:"body"`
 	Reply  string `json:"reply"`
 	Error  string `json:"error"`
-}
-
-var (
-	netBinOnce sync.Once
-	netBinPath string
-	netBinErr  error
-)
-
-// netEntryBinary builds the addonwall binary the walls run as their
-// entry. It lives under the repository's .cache, not /tmp: a wall binds
-// nothing from /tmp, where anyone can write.
-func netEntryBinary(t *testing.T) string {
-	t.Helper()
-	netBinOnce.Do(func() {
-		dir := filepath.Join(e2eenv.RepoRoot(t), ".cache", "e2e-entry")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			netBinErr = err
-			return
-		}
-		out := filepath.Join(dir, "addonwall")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", out, ".")
-		cmd.Dir = e2eenv.RepoRoot(t)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			netBinErr = fmt.Errorf("go build addonwall: %w\n%s", err, b)
-			return
-		}
-		netBinPath = out
-	})
-	if netBinErr != nil {
-		t.Fatal(netBinErr)
-	}
-	return netBinPath
 }
 
 // netLoopDialer dials a checked public address the test routed to a
@@ -292,7 +258,7 @@ type netHome struct {
 func newNetHome(t *testing.T) *netHome {
 	e2eenv.Bwrap(t)
 	e2eenv.Node(t)
-	entryBin := netEntryBinary(t)
+	entryBin := built(t, "addonwall")
 	h := &netHome{home: newHome(t), echoPort: netEcho(t)}
 
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

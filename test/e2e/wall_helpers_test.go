@@ -31,7 +31,7 @@ import (
 
 var (
 	binDir   string
-	binOnce  = map[string]*sync.Once{"addonwall": {}, "probe": {}}
+	binOnce  = map[string]*sync.Once{"addonwall": {}, "probe": {}, "pongd": {}}
 	binErr   = map[string]error{}
 	binPaths = map[string]string{}
 	binMu    sync.Mutex
@@ -59,7 +59,8 @@ func TestMain(m *testing.M) {
 // built builds one of the repository's programs as the Makefile does
 // (CGO_ENABLED=0, -trimpath: static, so it runs in a wall with nothing but
 // the system folders bound) and returns its path: "addonwall" is the binary
-// an MCP client's config names and the walls' entry, "probe" test/probe.
+// an MCP client's config names and the walls' entry, "probe" test/probe,
+// "pongd" the network tests' service.
 func built(t *testing.T, name string) string {
 	t.Helper()
 	binMu.Lock()
@@ -69,7 +70,7 @@ func built(t *testing.T, name string) string {
 		t.Fatalf("no program %q to build", name)
 	}
 	once.Do(func() {
-		pkg := map[string]string{"addonwall": ".", "probe": "./test/probe"}[name]
+		pkg := map[string]string{"addonwall": ".", "probe": "./test/probe", "pongd": "./test/e2e/testdata/pongd"}[name]
 		out := filepath.Join(binDir, name)
 		cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
 		cmd.Dir = e2eenv.RepoRoot(t)
