@@ -72,7 +72,7 @@ func TestCrowHomeEditsReachStatus(t *testing.T) {
 		t.Fatalf("a broken mcp-addons.json must keep the last good state: %v %+v", err, w.Status)
 	}
 	// The notice of the outside edit went out (no crow.db here: the file).
-	eventually(t, 2*time.Second, "the settings-changed notice", func() (bool, string) {
+	eventually(t, 20*time.Second, "the settings-changed notice", func() (bool, string) {
 		b, _ := os.ReadFile(filepath.Join(h.paths.StateDir(), "notices.jsonl"))
 		return strings.Contains(string(b), "Add-on wall settings were changed outside Crow"), string(b)
 	})
