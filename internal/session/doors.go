@@ -51,6 +51,19 @@ func (p *WallPreparer) gatewayPort() (int, error) {
 	return n, nil
 }
 
+// doorEntry is where a wall's entry serves set's door: the gateway's port
+// and the door socket as the wall shows it; the zero Door for an empty set.
+func (p *WallPreparer) doorEntry(set doors.Set) (wallentry.Door, error) {
+	if set.Empty() {
+		return wallentry.Door{}, nil
+	}
+	port, err := p.gatewayPort()
+	if err != nil {
+		return wallentry.Door{}, fail(wallsv1.ReasonInvalidInput, "its doors: %w", err)
+	}
+	return wallentry.Door{Port: port, Socket: plan.RelayDirPath + "/" + doorSocketName}, nil
+}
+
 // wallDoor is one spawn's door: the door socket in its relay folder, served
 // for this add-on only, and its token's grant. The zero value is no door.
 type wallDoor struct {
@@ -64,9 +77,9 @@ type wallDoor struct {
 // open mints the spawn's token and serves the door socket in dir, the
 // spawn's relay folder, carrying accepted requests to the gateway.
 func (d *wallDoor) open(p *WallPreparer, id string, set doors.Set, dir string) error {
-	port, err := p.gatewayPort()
+	entry, err := p.doorEntry(set)
 	if err != nil {
-		return fail(wallsv1.ReasonInvalidInput, "its doors: %w", err)
+		return err
 	}
 	path := filepath.Join(dir, doorSocketName)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
@@ -80,8 +93,8 @@ func (d *wallDoor) open(p *WallPreparer, id string, set doors.Set, dir string) e
 		return fail(wallsv1.ReasonWallFailed, "minting its door token: %w", err)
 	}
 	d.token, d.revoke = tok, revoke
-	d.entry = wallentry.Door{Port: port, Socket: plan.RelayDirPath + "/" + doorSocketName}
-	target := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	d.entry = entry
+	target := net.JoinHostPort("127.0.0.1", strconv.Itoa(entry.Port))
 	srv := &doors.Server{
 		Registry: &p.doors,
 		Handler:  doors.Gateway(target),

@@ -25,7 +25,6 @@ import (
 	"github.com/addonwall/addonwall/internal/plan"
 	"github.com/addonwall/addonwall/internal/planfacts"
 	"github.com/addonwall/addonwall/internal/seccomp"
-	"github.com/addonwall/addonwall/internal/wallentry"
 )
 
 // Default limits (the forge cells' app defaults).
@@ -120,13 +119,9 @@ func (p *WallPreparer) Prepare(ctx context.Context, w *wallsv1.AddonWall, d deci
 			adm.Dropped = append(adm.Dropped, fmt.Sprintf("%s not bound: %s", u.Path, u.Reason))
 		}
 		set, doorsDropped := doorSet(w)
-		var door wallentry.Door
-		if !set.Empty() {
-			port, err := p.gatewayPort()
-			if err != nil {
-				return nil, controllers.Admission{}, fail(wallsv1.ReasonInvalidInput, "its doors: %w", err)
-			}
-			door = wallentry.Door{Port: port, Socket: plan.RelayDirPath + "/" + doorSocketName}
+		door, err := p.doorEntry(set)
+		if err != nil {
+			return nil, controllers.Admission{}, err
 		}
 		adm.Dropped = append(adm.Dropped, networkDropped(w.Spec.Profile, entry.Env, door)...)
 		adm.Dropped = append(adm.Dropped, doorsDropped...)
