@@ -103,10 +103,7 @@ func (c *storeClient) Get(ctx context.Context, key client.ObjectKey, obj client.
 	} else if !bypass {
 		return c.cache.Get(ctx, key, obj, opts...)
 	}
-	if err := c.s.ctxErr(ctx); err != nil {
-		return err
-	}
-	k, err := c.s.kindFor(obj)
+	k, err := c.kind(ctx, obj)
 	if err != nil {
 		return err
 	}
@@ -130,10 +127,7 @@ func (c *storeClient) List(ctx context.Context, list client.ObjectList, opts ...
 	} else if !bypass {
 		return c.cache.List(ctx, list, opts...)
 	}
-	if err := c.s.ctxErr(ctx); err != nil {
-		return err
-	}
-	k, err := c.s.kindFor(list)
+	k, err := c.kind(ctx, list)
 	if err != nil {
 		return err
 	}
@@ -176,10 +170,7 @@ func (c *storeClient) Create(ctx context.Context, obj client.Object, opts ...cli
 	if _, ok := obj.(*metav1.PartialObjectMetadata); ok {
 		return fmt.Errorf("cannot create using only metadata")
 	}
-	if err := c.s.ctxErr(ctx); err != nil {
-		return err
-	}
-	k, err := c.s.kindFor(obj)
+	k, err := c.kind(ctx, obj)
 	if err != nil {
 		return err
 	}
@@ -207,10 +198,7 @@ func (c *storeClient) Update(ctx context.Context, obj client.Object, opts ...cli
 
 func (c *storeClient) update(ctx context.Context, obj client.Object, scope writeScope, dryRun bool) error {
 	defer restoreGVK(obj, obj.GetObjectKind().GroupVersionKind())
-	if err := c.s.ctxErr(ctx); err != nil {
-		return err
-	}
-	k, err := c.s.kindFor(obj)
+	k, err := c.kind(ctx, obj)
 	if err != nil {
 		return err
 	}
@@ -234,10 +222,7 @@ func (c *storeClient) Patch(ctx context.Context, obj client.Object, patch client
 
 func (c *storeClient) patch(ctx context.Context, obj client.Object, patch client.Patch, scope writeScope, dryRun bool) error {
 	defer restoreGVK(obj, obj.GetObjectKind().GroupVersionKind())
-	if err := c.s.ctxErr(ctx); err != nil {
-		return err
-	}
-	k, err := c.s.kindFor(obj)
+	k, err := c.kind(ctx, obj)
 	if err != nil {
 		return err
 	}
@@ -259,13 +244,19 @@ func (c *storeClient) Apply(context.Context, runtime.ApplyConfiguration, ...clie
 
 var errApplyUnsupported = fmt.Errorf("server-side apply is not supported by the file store; use Create, Update or a merge patch")
 
+// kind is the served kind of obj (an object or a list), once ctx is
+// checked: the first step of every request.
+func (c *storeClient) kind(ctx context.Context, obj runtime.Object) (*kindInfo, error) {
+	if err := c.s.ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	return c.s.kindFor(obj)
+}
+
 // Delete deletes an object, or marks it for deletion while finalizers
 // hold it. Preconditions (UID, resourceVersion) are checked.
 func (c *storeClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	if err := c.s.ctxErr(ctx); err != nil {
-		return err
-	}
-	k, err := c.s.kindFor(obj)
+	k, err := c.kind(ctx, obj)
 	if err != nil {
 		return err
 	}
@@ -276,10 +267,7 @@ func (c *storeClient) Delete(ctx context.Context, obj client.Object, opts ...cli
 
 // DeleteAllOf deletes every object of obj's kind matching the options.
 func (c *storeClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
-	if err := c.s.ctxErr(ctx); err != nil {
-		return err
-	}
-	k, err := c.s.kindFor(obj)
+	k, err := c.kind(ctx, obj)
 	if err != nil {
 		return err
 	}
