@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/addonwall/addonwall/internal/latency"
+	"github.com/addonwall/addonwall/internal/loopserver"
 	"github.com/addonwall/addonwall/internal/throughput"
 )
 
@@ -42,7 +43,7 @@ func BenchmarkRelayThroughput(b *testing.B) {
 // kernel, the policy, the (injected, instant) lookup and the loopback
 // dial. A real resolver adds its own round trip on top.
 func BenchmarkRelayConnectLatency(b *testing.B) {
-	server := tcpServer(b, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	server := loopserver.Start(b, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 	f := startRelay(b, Config{Rules: Rules{Internet: true}, OwnNetwork: GatherOwnNetwork})
 	f.dialer.route("93.184.215.14:443", server)
 	times := make(latency.Samples, 0, b.N)

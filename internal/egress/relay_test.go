@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/addonwall/addonwall/internal/loopserver"
 )
 
 // mapDialer stands in for the network past the host: the policy judges the
@@ -137,29 +139,6 @@ func ask(t testing.TB, socket, raw string) answer {
 	return a
 }
 
-// tcpServer is a loopback server that runs handle for each connection.
-func tcpServer(t testing.TB, handle func(net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer func() { _ = c.Close() }()
-				handle(c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
-
 func randomBytes(t testing.TB, n int) []byte {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
@@ -175,7 +154,7 @@ func TestRelaySplicesByteForByte(t *testing.T) {
 	up := randomBytes(t, 1<<20+17)
 	down := randomBytes(t, 3<<19+5)
 	got := make(chan []byte, 1)
-	server := tcpServer(t, func(c net.Conn) {
+	server := loopserver.Start(t, func(c net.Conn) {
 		go func() {
 			_, _ = c.Write(down)
 			_ = c.(*net.TCPConn).CloseWrite()
@@ -246,7 +225,7 @@ func selfSigned(t testing.TB, name string) tls.Certificate {
 // own certificate: the relay does not terminate TLS.
 func TestRelayDoesNotTerminateTLS(t *testing.T) {
 	cert := selfSigned(t, "example.com")
-	server := tcpServer(t, func(c net.Conn) {
+	server := loopserver.Start(t, func(c net.Conn) {
 		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13})
 		line, err := bufio.NewReader(tc).ReadString('\n')
 		if err != nil {
@@ -285,7 +264,7 @@ func TestRelayDoesNotTerminateTLS(t *testing.T) {
 // dials, and is counted; the first row is the positive control on the
 // same relay.
 func TestRelayRefusals(t *testing.T) {
-	server := tcpServer(t, func(c net.Conn) { _, _ = io.WriteString(c, "hello") })
+	server := loopserver.Start(t, func(c net.Conn) { _, _ = io.WriteString(c, "hello") })
 	f := startRelay(t, Config{Rules: Rules{Internet: true}})
 	f.dialer.route("93.184.215.14:443", server)
 	// Every other address has a route too, so a refusal cannot pass
@@ -390,7 +369,7 @@ func TestRelayRefusals(t *testing.T) {
 // Network none refuses everything, resolves nothing and dials nothing
 // (NET-02, NET-19); the same request passes with the internet (control).
 func TestRelayNetworkNone(t *testing.T) {
-	server := tcpServer(t, func(c net.Conn) { _, _ = io.WriteString(c, "hi") })
+	server := loopserver.Start(t, func(c net.Conn) { _, _ = io.WriteString(c, "hi") })
 	for _, internet := range []bool{true, false} {
 		f := startRelay(t, Config{Rules: Rules{Internet: internet}})
 		f.dialer.route("93.184.215.14:443", server)
@@ -428,7 +407,7 @@ func (d *rebindingDNS) LookupNetIP(context.Context, string, string) ([]netip.Add
 // The relay resolves once and dials exactly the address it checked: a
 // name that rebinds to loopback after the check is never dialed by name.
 func TestRelayDialsTheCheckedAddress(t *testing.T) {
-	server := tcpServer(t, func(c net.Conn) { _, _ = io.WriteString(c, "public") })
+	server := loopserver.Start(t, func(c net.Conn) { _, _ = io.WriteString(c, "public") })
 	dns := &rebindingDNS{}
 	f := startRelay(t, Config{Rules: Rules{Internet: true}, Resolver: dns})
 	f.dialer.route("93.184.215.14:443", server)
@@ -452,7 +431,7 @@ func TestRelayDialsTheCheckedAddress(t *testing.T) {
 // and the check is told exactly the address dialed and whether the owner
 // typed the entry. No check configured means refusal.
 func TestRelayListenerCheck(t *testing.T) {
-	server := tcpServer(t, func(c net.Conn) { _, _ = io.WriteString(c, "svc") })
+	server := loopserver.Start(t, func(c net.Conn) { _, _ = io.WriteString(c, "svc") })
 	rules := Rules{Listed: []Listed{mustListed(t, "svc.local:9000", false), mustListed(t, "printer.lan:631", true)}}
 
 	type call struct {
@@ -604,7 +583,7 @@ func TestRelayPlainHTTP(t *testing.T) {
 // An upstream that answers 101 never turns the connection into a raw
 // stream.
 func TestRelayPlainHTTPRefusesUpgrade(t *testing.T) {
-	server := tcpServer(t, func(c net.Conn) {
+	server := loopserver.Start(t, func(c net.Conn) {
 		_, _ = bufio.NewReader(c).ReadString('\n')
 		_, _ = io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\nRAW-STREAM")
 		time.Sleep(50 * time.Millisecond)
@@ -621,7 +600,7 @@ func TestRelayPlainHTTPRefusesUpgrade(t *testing.T) {
 // as a second request (NET-15).
 func TestRelayRefusalEndsTheConnection(t *testing.T) {
 	f := startRelay(t, Config{Rules: Rules{Internet: true, Listed: []Listed{mustListed(t, "http://nas.lan:8080", true)}}})
-	f.dialer.route("192.168.1.20:8080", tcpServer(t, func(c net.Conn) {}))
+	f.dialer.route("192.168.1.20:8080", loopserver.Start(t, func(c net.Conn) {}))
 	a := ask(t, f.relay.SocketPath(), connect("private.test:443")+get("http://nas.lan:8080/"))
 	if a.status != 403 || a.reason != string(ReasonNotPublicAddress) {
 		t.Fatalf("%d %s", a.status, a.reason)
@@ -641,7 +620,7 @@ func TestRelayRefusalEndsTheConnection(t *testing.T) {
 // good request on the same relay.
 func TestRelayBadClients(t *testing.T) {
 	f := startRelay(t, Config{Rules: Rules{Internet: true}, HeadTimeout: 300 * time.Millisecond})
-	f.dialer.route("93.184.215.14:443", tcpServer(t, func(c net.Conn) {}))
+	f.dialer.route("93.184.215.14:443", loopserver.Start(t, func(c net.Conn) {}))
 	if a := ask(t, f.relay.SocketPath(), connect("example.com:443")); a.status != 200 {
 		t.Fatalf("control: %d %s", a.status, a.reason)
 	}
@@ -693,7 +672,7 @@ func TestRelayHostFactsUnavailable(t *testing.T) {
 // never used.
 func TestRelaySocketFolder(t *testing.T) {
 	hold := make(chan struct{})
-	server := tcpServer(t, func(c net.Conn) { <-hold })
+	server := loopserver.Start(t, func(c net.Conn) { <-hold })
 	defer close(hold)
 	dir := filepath.Join(t.TempDir(), "relay")
 	f := startRelay(t, Config{SocketDir: dir, Rules: Rules{Internet: true}})
@@ -802,7 +781,7 @@ func TestRelayTooManyConnections(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
 	f := startRelay(t, Config{Rules: Rules{Internet: true}, MaxConns: 1})
-	f.dialer.route("93.184.215.14:443", tcpServer(t, func(c net.Conn) { <-hold }))
+	f.dialer.route("93.184.215.14:443", loopserver.Start(t, func(c net.Conn) { <-hold }))
 	if a := ask(t, f.relay.SocketPath(), connect("example.com:443")); a.status != 200 {
 		t.Fatalf("first: %d", a.status)
 	}
@@ -815,11 +794,11 @@ func TestRelayTooManyConnections(t *testing.T) {
 // to the relay unchanged; DialRelay opens a tunnel for a listed-port
 // forwarder and reports a refusal with its reason.
 func TestForwardAndDialRelay(t *testing.T) {
-	server := tcpServer(t, func(c net.Conn) { _, _ = io.WriteString(c, "through") })
+	server := loopserver.Start(t, func(c net.Conn) { _, _ = io.WriteString(c, "through") })
 	f := startRelay(t, Config{Rules: Rules{Internet: true}})
 	f.dialer.route("93.184.215.14:443", server)
 
-	proxy := tcpServer(t, func(c net.Conn) {
+	proxy := loopserver.Start(t, func(c net.Conn) {
 		_ = Forward(context.Background(), c, f.relay.SocketPath())
 	})
 	c, err := net.Dial("tcp", proxy)

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/addonwall/addonwall/internal/loopserver"
 )
 
 // DefaultBytes is what one timed transfer moves unless
@@ -47,30 +49,15 @@ func parseBytes(s string) (int64, error) {
 // It reads each connection to the sender's half-close, then answers one
 // byte, so a transfer is timed until the last byte has arrived.
 func Sink(tb testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = ln.Close() })
-	go func() {
+	return loopserver.Start(tb, func(c net.Conn) {
+		buf := make([]byte, chunk)
 		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+			if _, err := c.Read(buf); err != nil {
+				break
 			}
-			go func() {
-				defer func() { _ = c.Close() }()
-				buf := make([]byte, chunk)
-				for {
-					if _, err := c.Read(buf); err != nil {
-						break
-					}
-				}
-				_, _ = c.Write([]byte{1})
-			}()
 		}
-	}()
-	return ln.Addr().String()
+		_, _ = c.Write([]byte{1})
+	})
 }
 
 // Push sends n bytes on c, shuts c's write half, waits for the sink's

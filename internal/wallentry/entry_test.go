@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/addonwall/addonwall/internal/egress"
+	"github.com/addonwall/addonwall/internal/loopserver"
 )
 
 // fixedDNS answers one public name with a public address (TEST-NET-free,
@@ -55,28 +56,12 @@ func (d loopDialer) DialContext(ctx context.Context, network, addr string) (net.
 
 // echoServer answers every line with "echo: " and the line.
 func echoServer(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				sc := bufio.NewScanner(c)
-				for sc.Scan() {
-					fmt.Fprintf(c, "echo: %s\n", sc.Text())
-				}
-			}()
+	return loopserver.Start(t, func(c net.Conn) {
+		sc := bufio.NewScanner(c)
+		for sc.Scan() {
+			fmt.Fprintf(c, "echo: %s\n", sc.Text())
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 func newRelay(t testing.TB, cfg egress.Config) *egress.Relay {

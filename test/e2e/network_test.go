@@ -23,6 +23,7 @@ import (
 
 	"github.com/addonwall/addonwall/internal/e2eenv"
 	"github.com/addonwall/addonwall/internal/egress"
+	"github.com/addonwall/addonwall/internal/loopserver"
 	"github.com/addonwall/addonwall/internal/runner"
 	wallsession "github.com/addonwall/addonwall/internal/session"
 )
@@ -138,27 +139,13 @@ func (netResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr,
 // netEcho answers each line with "pong".
 func netEcho(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				sc := bufio.NewScanner(c)
-				for sc.Scan() {
-					fmt.Fprintln(c, "pong")
-				}
-			}()
+	addr := loopserver.Start(t, func(c net.Conn) {
+		sc := bufio.NewScanner(c)
+		for sc.Scan() {
+			fmt.Fprintln(c, "pong")
 		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	})
+	return int(netip.MustParseAddrPort(addr).Port())
 }
 
 // netSession is one add-on session through the control socket, the way
