@@ -121,57 +121,57 @@ func listHosts(ctx context.Context, g *globals, r client.Reader, name string) ([
 }
 
 func printWalls(w io.Writer, items []wallsv1.AddonWall, output string, lang decide.Lang) error {
-	switch output {
-	case outJSON, outYAML:
-		objs := make([]runtime.Object, len(items))
-		for i := range items {
-			items[i].APIVersion, items[i].Kind = wallsv1.GroupVersion.String(), "AddonWall"
-			objs[i] = &items[i]
-		}
-		return printList(w, objs, output)
+	objs := make([]runtime.Object, len(items))
+	for i := range items {
+		items[i].APIVersion, items[i].Kind = wallsv1.GroupVersion.String(), "AddonWall"
+		objs[i] = &items[i]
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	if output == outWide {
-		fmt.Fprintln(tw, "ID\tMODE\tWORD\tREADY\tAGE\tTIER\tSESSIONS\tREACH")
-	} else {
-		fmt.Fprintln(tw, "ID\tMODE\tWORD\tREADY\tAGE")
-	}
-	for _, a := range items {
+	return printObjects(w, output, objs, "ID\tMODE\tWORD\tREADY\tAGE", "TIER\tSESSIONS\tREACH", func(i int, wide bool) []string {
+		a := &items[i]
 		row := []string{a.Name, orDash(string(a.Status.Mode)), orDash(wordFor(a.Status.Reason, a.Status.Word, lang)),
 			conditionStatus(a.Status.Conditions, wallsv1.ReadyCondition), age(a.CreationTimestamp)}
-		if output == outWide {
+		if wide {
 			row = append(row, orDash(string(a.Status.Tier)), fmt.Sprint(a.Status.Sessions.Active), orDash(a.Status.Reach))
 		}
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
-	}
-	return tw.Flush()
+		return row
+	})
 }
 
 func printHosts(w io.Writer, items []wallsv1.WallHost, output string) error {
-	switch output {
-	case outJSON, outYAML:
-		objs := make([]runtime.Object, len(items))
-		for i := range items {
-			items[i].APIVersion, items[i].Kind = wallsv1.GroupVersion.String(), "WallHost"
-			objs[i] = &items[i]
-		}
-		return printList(w, objs, output)
+	objs := make([]runtime.Object, len(items))
+	for i := range items {
+		items[i].APIVersion, items[i].Kind = wallsv1.GroupVersion.String(), "WallHost"
+		objs[i] = &items[i]
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	if output == outWide {
-		fmt.Fprintln(tw, "NAME\tWALLS\tBWRAP\tDOCKER\tAGE\tBWRAP-VERSION\tSECCOMP\tSETPRIV\tWHY")
-	} else {
-		fmt.Fprintln(tw, "NAME\tWALLS\tBWRAP\tDOCKER\tAGE")
-	}
-	for _, h := range items {
+	return printObjects(w, output, objs, "NAME\tWALLS\tBWRAP\tDOCKER\tAGE", "BWRAP-VERSION\tSECCOMP\tSETPRIV\tWHY", func(i int, wide bool) []string {
+		h := &items[i]
 		row := []string{h.Name, orDash(h.Status.Switches.Effective),
 			conditionStatus(h.Status.Conditions, wallsv1.BubblewrapUsableCondition),
 			conditionStatus(h.Status.Conditions, wallsv1.DockerWatchedCondition), age(h.CreationTimestamp)}
-		if output == outWide {
+		if wide {
 			row = append(row, orDash(h.Status.Bubblewrap.Version), fmt.Sprint(h.Status.Seccomp.HasTable),
 				fmt.Sprint(h.Status.Setpriv.Available), orDash(h.Status.Bubblewrap.Message))
 		}
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		return row
+	})
+}
+
+// printObjects prints objs as a kubectl List (json, yaml) or as a table:
+// header's columns, wideHeader's after them with -o wide, and row(i,
+// wide) for objs[i].
+func printObjects(w io.Writer, output string, objs []runtime.Object, header, wideHeader string, row func(i int, wide bool) []string) error {
+	switch output {
+	case outJSON, outYAML:
+		return printList(w, objs, output)
+	}
+	wide := output == outWide
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	if wide {
+		header += "\t" + wideHeader
+	}
+	fmt.Fprintln(tw, header)
+	for i := range objs {
+		fmt.Fprintln(tw, strings.Join(row(i, wide), "\t"))
 	}
 	return tw.Flush()
 }
