@@ -62,18 +62,7 @@ func TestWallEndToEnd(t *testing.T) {
 			Own:        []plan.EnvVar{{Name: "OWN_TOKEN", Value: "own-value", OwnerTyped: true}},
 		}
 	})
-	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	child, err := Start(ctx, p, allowAll(), Stdio{Stdout: &stdout, Stderr: &stderr}, WithBwrapPath(bwrapPath))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exit, err := child.Wait()
-	if err != nil || exit.SetupFailed || exit.Code != 0 {
-		t.Fatalf("wall exit %+v, %v; stderr: %s", exit, err, stderr.String())
-	}
-	out := stdout.String()
+	out := runWall(t, bwrapPath, p)
 	lines := map[string][]string{}
 	for _, line := range strings.Split(out, "\n") {
 		if k, v, ok := strings.Cut(line, ":"); ok {
@@ -173,4 +162,22 @@ func TestWallChildHasOnlyStdio(t *testing.T) {
 	if ns["net"] == 0 || ns["pid"] == 0 {
 		t.Errorf("namespaces not reported: %v", ns)
 	}
+}
+
+// runWall runs plan p in a real wall with every syscall allowed, fails the
+// test unless the command ran and exited 0, and returns its stdout.
+func runWall(t *testing.T, bwrapPath string, p *plan.Plan) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	child, err := Start(ctx, p, allowAll(), Stdio{Stdout: &stdout, Stderr: &stderr}, WithBwrapPath(bwrapPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exit, err := child.Wait()
+	if err != nil || exit.SetupFailed || exit.Code != 0 {
+		t.Fatalf("wall exit %+v, %v; stderr: %s", exit, err, stderr.String())
+	}
+	return stdout.String()
 }

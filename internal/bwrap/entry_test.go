@@ -1,14 +1,11 @@
 package bwrap
 
 import (
-	"bytes"
-	"context"
 	"net"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/addonwall/addonwall/internal/plan"
 	"github.com/addonwall/addonwall/internal/planfacts"
@@ -79,19 +76,9 @@ func TestWallWithEntry(t *testing.T) {
 	bwrapPath := requireWall(t)
 	l := newCrow(t)
 	p := l.planFor(t, "/bin/sh", []string{"-c", entryScript}, withStandInEntry(t, l))
-	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	child, err := Start(ctx, p, allowAll(), Stdio{Stdout: &stdout, Stderr: &stderr}, WithBwrapPath(bwrapPath))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exit, err := child.Wait()
-	if err != nil || exit.SetupFailed || exit.Code != 0 {
-		t.Fatalf("wall exit %+v, %v; stderr: %s", exit, err, stderr.String())
-	}
+	out := runWall(t, bwrapPath, p)
 	lines := map[string]string{}
-	for _, line := range strings.Split(stdout.String(), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		if k, v, ok := strings.Cut(line, ":"); ok {
 			lines[k] = v
 		}
@@ -103,7 +90,7 @@ func TestWallWithEntry(t *testing.T) {
 	// and nothing can be put beside it.
 	for name, want := range map[string]string{"socket": "yes", "write_relay": "no", "write_entry": "no"} {
 		if lines[name] != want {
-			t.Errorf("%s = %q, want %s\n%s", name, lines[name], want, stdout.String())
+			t.Errorf("%s = %q, want %s\n%s", name, lines[name], want, out)
 		}
 	}
 	if _, err := os.Stat(l.root + "/state/relay/r1/planted"); err == nil {
