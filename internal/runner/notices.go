@@ -104,13 +104,25 @@ func (n *notices) boot(ctx context.Context) error {
 		default:
 			continue
 		}
-		sum, err := crowhome.MarkAnnounced(n.o.Paths.WallsFile(), key, time.Now())
-		n.written.Add(sum)
-		if err != nil {
+		if err := n.markAnnounced(ctx, key); err != nil {
 			log.Info("the notice went out but its marker could not be set; it may be sent again", "error", err.Error())
 		}
 	}
 	return nil
+}
+
+// markAnnounced sets a once-per-computer marker in addon-walls.json. An
+// edit made outside Crow that the importer has not read yet would be
+// folded into this write and never seen as an edit, so the version on
+// disk is observed first: its "changed outside Crow" note still goes out.
+func (n *notices) markAnnounced(ctx context.Context, key crowhome.Announcement) error {
+	file := n.o.Paths.WallsFile()
+	if w, err := crowhome.ReadWalls(file); err == nil {
+		n.observeSum(ctx, w.SHA256) // as the importer reads it
+	}
+	sum, err := crowhome.MarkAnnounced(file, key, time.Now())
+	n.written.Add(sum)
+	return err
 }
 
 func decided(ws []wallsv1.AddonWall) bool {
@@ -130,6 +142,12 @@ func (n *notices) observe(ctx context.Context, h profile.Home) {
 	if h.Walls != nil {
 		sum = h.Walls.SHA256
 	}
+	n.observeSum(ctx, sum)
+}
+
+// observeSum judges one version of addon-walls.json by its sha256 ("" for
+// no file).
+func (n *notices) observeSum(ctx context.Context, sum string) {
 	n.mu.Lock()
 	first, changed := !n.seen, sum != n.lastSeen
 	n.seen, n.lastSeen = true, sum
